@@ -1,0 +1,4 @@
+package main
+
+// version is stamped by the build (-ldflags -X main.version=...).
+var version = "unknown"

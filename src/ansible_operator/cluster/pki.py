@@ -1,0 +1,160 @@
+"""Certificates and keys for a local control plane: a CA, the API server's
+serving certificate, client certificates and the service-account signing key.
+
+Every private key is written with mode 0600.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+VALIDITY = datetime.timedelta(days=365)
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    cert_path: Path
+    key_path: Path
+
+    def cert_pem(self) -> bytes:
+        return self.cert_path.read_bytes()
+
+    def key_pem(self) -> bytes:
+        return self.key_path.read_bytes()
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write a file readable only by its owner, never world-readable even briefly."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    path.chmod(0o600)
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def _name(common_name: str, organizations: tuple[str, ...] = ()) -> x509.Name:
+    attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
+    attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
+    return x509.Name(attributes)
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
+
+
+def create_ca(directory: Path, name: str = "ansible-operator-local-ca") -> KeyPair:
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = _name(name)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(_now())
+        .not_valid_after(_now() + VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True, key_cert_sign=True, crl_sign=True,
+                content_commitment=False, key_encipherment=False, data_encipherment=False,
+                key_agreement=False, encipher_only=False, decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    pair = KeyPair(directory / "ca.crt", directory / "ca.key")
+    pair.cert_path.parent.mkdir(parents=True, exist_ok=True)
+    pair.cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    write_private(pair.key_path, _key_pem(key))
+    return pair
+
+
+def _load_ca(ca: KeyPair) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    cert = x509.load_pem_x509_certificate(ca.cert_pem())
+    key = serialization.load_pem_private_key(ca.key_pem(), password=None)
+    assert isinstance(key, ec.EllipticCurvePrivateKey)
+    return cert, key
+
+
+def _issue(
+    ca: KeyPair,
+    directory: Path,
+    stem: str,
+    subject: x509.Name,
+    usage: ExtendedKeyUsageOID,
+    san: x509.SubjectAlternativeName | None = None,
+) -> KeyPair:
+    ca_cert, ca_key = _load_ca(ca)
+    key = ec.generate_private_key(ec.SECP256R1())
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(_now())
+        .not_valid_after(_now() + VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+    )
+    if san is not None:
+        builder = builder.add_extension(san, critical=False)
+    cert = builder.sign(ca_key, hashes.SHA256())
+    pair = KeyPair(directory / f"{stem}.crt", directory / f"{stem}.key")
+    pair.cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    write_private(pair.key_path, _key_pem(key))
+    return pair
+
+
+def issue_serving_cert(ca: KeyPair, directory: Path) -> KeyPair:
+    """The API server's certificate, valid for the loopback names clients use."""
+    san = x509.SubjectAlternativeName(
+        [
+            x509.DNSName("localhost"),
+            x509.DNSName("kubernetes"),
+            x509.DNSName("kubernetes.default"),
+            x509.DNSName("kubernetes.default.svc"),
+            x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+            x509.IPAddress(ipaddress.ip_address("10.0.0.1")),
+        ]
+    )
+    return _issue(ca, directory, "apiserver", _name("kube-apiserver"),
+                  ExtendedKeyUsageOID.SERVER_AUTH, san)
+
+
+def issue_client_cert(
+    ca: KeyPair, directory: Path, user: str, groups: tuple[str, ...] = ()
+) -> KeyPair:
+    """A client certificate: CN is the Kubernetes user name, O entries its groups."""
+    stem = "client-" + "".join(c if c.isalnum() else "-" for c in user)
+    return _issue(ca, directory, stem, _name(user, groups), ExtendedKeyUsageOID.CLIENT_AUTH)
+
+
+def create_service_account_key(directory: Path) -> Path:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    path = directory / "sa.key"
+    write_private(path, key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    ))
+    return path

@@ -1,0 +1,1 @@
+"""Kubernetes access: configuration and auth, the async API client, discovery and informers."""
