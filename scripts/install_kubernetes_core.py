@@ -46,8 +46,17 @@ def installed_version(target: Path) -> str | None:
 def install(version: str, target: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-             "--dest", tmp, f"ansible=={version}"],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                "--dest",
+                tmp,
+                f"ansible=={version}",
+            ],
             check=True,
         )
         wheel = next(Path(tmp).glob("ansible-*.whl"))

@@ -30,14 +30,18 @@ def cluster_up(args: argparse.Namespace) -> int:
             print(f"already running; kubeconfig: {plane.kubeconfig}")
             print(f"export KUBECONFIG={plane.kubeconfig}")
             return 0
-        _say(f"a partly running control plane is recorded in {args.state_dir}; "
-             "run 'ansible-operator cluster down' first")
+        _say(
+            f"a partly running control plane is recorded in {args.state_dir}; "
+            "run 'ansible-operator cluster down' first"
+        )
         return 1
     plane = LocalControlPlane(args.state_dir, local_binaries(_say))
     started = time.monotonic()
     kubeconfig = plane.start(detached=True, progress=_say)
-    _say(f"ready in {time.monotonic() - started:.1f}s at {plane.state.server if plane.state else ''}"
-         f"; logs in {plane.log_dir}")
+    _say(
+        f"ready in {time.monotonic() - started:.1f}s at {plane.state.server if plane.state else ''}"
+        f"; logs in {plane.log_dir}"
+    )
     print(f"kubeconfig: {kubeconfig}")
     print(f"export KUBECONFIG={kubeconfig}")
     return 0
@@ -54,8 +58,10 @@ def cluster_status(args: argparse.Namespace) -> int:
         "server": plane.state.server,
         "kubeconfig": str(plane.kubeconfig),
         "ready": ready,
-        "processes": {name: {"pid": plane.state.pids.get(name), "running": alive}
-                      for name, alive in running.items()},
+        "processes": {
+            name: {"pid": plane.state.pids.get(name), "running": alive}
+            for name, alive in running.items()
+        },
     }
     print(json.dumps(report, indent=2))
     return 0 if ready and all(running.values()) else 1
@@ -88,28 +94,40 @@ def demo(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ansible-operator",
-        description="Run Kubernetes operators whose reconcile logic is Ansible roles and playbooks.",
+        description="Run Kubernetes operators whose reconcile logic is Ansible roles "
+        "and playbooks.",
     )
     parser.add_argument("--version", action="version", version=f"ansible-operator {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    cluster = commands.add_parser("cluster", help="a local Kubernetes control plane for development")
-    cluster.add_argument("--state-dir", type=Path, default=default_state_dir(),
-                         help="where its certificates, data, logs and kubeconfig live "
-                              "(default: %(default)s)")
+    cluster = commands.add_parser(
+        "cluster", help="a local Kubernetes control plane for development"
+    )
+    cluster.add_argument(
+        "--state-dir",
+        type=Path,
+        default=default_state_dir(),
+        help="where its certificates, data, logs and kubeconfig live (default: %(default)s)",
+    )
     actions = cluster.add_subparsers(dest="action", metavar="ACTION", required=True)
-    actions.add_parser("up", help="start etcd, kube-apiserver and kube-controller-manager "
-                                  "detached; print the kubeconfig").set_defaults(func=cluster_up)
+    actions.add_parser(
+        "up",
+        help="start etcd, kube-apiserver and kube-controller-manager "
+        "detached; print the kubeconfig",
+    ).set_defaults(func=cluster_up)
     actions.add_parser("status", help="show whether it runs and is ready").set_defaults(
-        func=cluster_status)
+        func=cluster_status
+    )
     down = actions.add_parser("down", help="stop every process of it")
     down.add_argument("--purge", action="store_true", help="also delete its state directory")
     down.set_defaults(func=cluster_down)
 
     demo_parser = commands.add_parser(
-        "demo", help="start the local control plane (or use KUBECONFIG) and show it working")
-    demo_parser.add_argument("--keep", action="store_true",
-                             help="leave the local control plane running afterwards")
+        "demo", help="start the local control plane (or use KUBECONFIG) and show it working"
+    )
+    demo_parser.add_argument(
+        "--keep", action="store_true", help="leave the local control plane running afterwards"
+    )
     demo_parser.set_defaults(func=demo)
     return parser
 

@@ -37,8 +37,10 @@ def run_demo(args: argparse.Namespace) -> int:
         return 0
     started = time.monotonic()
     with provide(progress=lambda m: print(m, file=sys.stderr)) as cluster:
-        print(f"cluster ({cluster.source}) ready in {time.monotonic() - started:.1f}s; "
-              f"kubeconfig {cluster.kubeconfig}")
+        print(
+            f"cluster ({cluster.source}) ready in {time.monotonic() - started:.1f}s; "
+            f"kubeconfig {cluster.kubeconfig}"
+        )
         with config.new_client_from_config(str(cluster.kubeconfig)) as api:
             _show(api)
     return 0

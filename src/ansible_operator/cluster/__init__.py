@@ -17,8 +17,15 @@ from pathlib import Path
 from ansible_operator.cluster.build import BuildError, ensure_binary
 from ansible_operator.cluster.local import Binaries, ControlPlaneError, LocalControlPlane
 
-__all__ = ["BuildError", "Cluster", "ControlPlaneError", "LocalControlPlane",
-           "default_state_dir", "local_binaries", "provide"]
+__all__ = [
+    "BuildError",
+    "Cluster",
+    "ControlPlaneError",
+    "LocalControlPlane",
+    "default_state_dir",
+    "local_binaries",
+    "provide",
+]
 
 
 @dataclass
@@ -63,8 +70,9 @@ def provide(
     source = "envtest" if os.environ.get("KUBEBUILDER_ASSETS") else "local"
     with contextlib.ExitStack() as stack:
         if state_dir is None:
-            state_dir = Path(stack.enter_context(
-                tempfile.TemporaryDirectory(prefix="ansible-operator-cluster-")))
+            state_dir = Path(
+                stack.enter_context(tempfile.TemporaryDirectory(prefix="ansible-operator-cluster-"))
+            )
         plane = LocalControlPlane(state_dir, local_binaries(progress))
         stack.callback(plane.stop)
         path = plane.start(progress=progress)

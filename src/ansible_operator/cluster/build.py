@@ -47,7 +47,9 @@ def source_dir() -> Path:
 
 
 def kubernetes_version(src: Path) -> str:
-    match = re.search(r"^\s*k8s\.io/kubernetes\s+(v\d+\.\d+\.\d+)", (src / "go.mod").read_text(), re.M)
+    match = re.search(
+        r"^\s*k8s\.io/kubernetes\s+(v\d+\.\d+\.\d+)", (src / "go.mod").read_text(), re.M
+    )
     if not match:
         raise BuildError(f"{src / 'go.mod'}: no k8s.io/kubernetes requirement")
     return match.group(1)
@@ -79,7 +81,9 @@ def _go() -> str:
 
 
 def _go_version(go: str) -> str:
-    return subprocess.run([go, "version"], capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        [go, "version"], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def source_hash(src: Path, go_version: str) -> str:
@@ -93,7 +97,18 @@ def source_hash(src: Path, go_version: str) -> str:
 
 
 def build_command(go: str, output: Path, version: str) -> list[str]:
-    return [go, "build", "-p", "2", "-trimpath", "-ldflags", ldflags(version), "-o", str(output), "."]
+    return [
+        go,
+        "build",
+        "-p",
+        "2",
+        "-trimpath",
+        "-ldflags",
+        ldflags(version),
+        "-o",
+        str(output),
+        ".",
+    ]
 
 
 def build_env() -> dict[str, str]:
@@ -120,13 +135,16 @@ def ensure_binary(progress: Callable[[str], None] | None = None) -> Path:
     log = directory / "build.log"
     partial = directory / "controlplane.partial"
     command = build_command(go, partial, version)
-    say(f"building the local control plane (kubernetes {version}) from {src}; "
-        f"a cold build takes several minutes; log: {log}")
+    say(
+        f"building the local control plane (kubernetes {version}) from {src}; "
+        f"a cold build takes several minutes; log: {log}"
+    )
     with log.open("w") as handle:
         handle.write("$ " + " ".join(command) + f"\n(in {src})\n")
         handle.flush()
-        result = subprocess.run(command, cwd=src, env=build_env(), stdout=handle,
-                                stderr=subprocess.STDOUT, check=False)
+        result = subprocess.run(
+            command, cwd=src, env=build_env(), stdout=handle, stderr=subprocess.STDOUT, check=False
+        )
     if result.returncode != 0:
         tail = "".join(log.read_text().splitlines(keepends=True)[-15:])
         raise BuildError(

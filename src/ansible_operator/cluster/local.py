@@ -48,18 +48,27 @@ class Binaries:
 
     @classmethod
     def multicall(cls, binary: Path) -> Binaries:
-        return cls([str(binary), "etcd"], [str(binary), "kube-apiserver"],
-                   [str(binary), "kube-controller-manager"])
+        return cls(
+            [str(binary), "etcd"],
+            [str(binary), "kube-apiserver"],
+            [str(binary), "kube-controller-manager"],
+        )
 
     @classmethod
     def envtest(cls, assets: Path) -> Binaries:
         manager = assets / "kube-controller-manager"
-        return cls([str(assets / "etcd")], [str(assets / "kube-apiserver")],
-                   [str(manager)] if manager.exists() else None)
+        return cls(
+            [str(assets / "etcd")],
+            [str(assets / "kube-apiserver")],
+            [str(manager)] if manager.exists() else None,
+        )
 
     def argv(self, component: str) -> list[str] | None:
-        return {"etcd": self.etcd, "kube-apiserver": self.apiserver,
-                "kube-controller-manager": self.controller_manager}[component]
+        return {
+            "etcd": self.etcd,
+            "kube-apiserver": self.apiserver,
+            "kube-controller-manager": self.controller_manager,
+        }[component]
 
 
 @dataclass
@@ -128,8 +137,11 @@ class LocalControlPlane:
         if self._binaries is None:
             assert self.state is not None, "no binaries given and no recorded state"
             recorded = self.state.binaries
-            self._binaries = Binaries(recorded["etcd"] or [], recorded["kube-apiserver"] or [],
-                                      recorded["kube-controller-manager"])
+            self._binaries = Binaries(
+                recorded["etcd"] or [],
+                recorded["kube-apiserver"] or [],
+                recorded["kube-controller-manager"],
+            )
         return self._binaries
 
     @property
@@ -138,12 +150,20 @@ class LocalControlPlane:
 
     def running(self) -> dict[str, bool]:
         pids = self.state.pids if self.state else {}
-        return {name: name in pids and _pid_alive(pids[name]) for name in COMPONENTS
-                if self.binaries.argv(name) is not None}
+        return {
+            name: name in pids and _pid_alive(pids[name])
+            for name in COMPONENTS
+            if self.binaries.argv(name) is not None
+        }
 
     # ----- start -------------------------------------------------------------
-    def start(self, *, detached: bool = False, timeout: float = 120.0,
-              progress: Callable[[str], None] | None = None) -> Path:
+    def start(
+        self,
+        *,
+        detached: bool = False,
+        timeout: float = 120.0,
+        progress: Callable[[str], None] | None = None,
+    ) -> Path:
         """Start all components, wait until the API server is ready, return the kubeconfig."""
         say = progress or (lambda _message: None)
         if self.state and any(self.running().values()):
@@ -156,7 +176,9 @@ class LocalControlPlane:
         self.log_dir.mkdir(exist_ok=True)
         self._write_pki()
         self.state = State(
-            etcd_port=free_port(), etcd_peer_port=free_port(), apiserver_port=free_port(),
+            etcd_port=free_port(),
+            etcd_peer_port=free_port(),
+            apiserver_port=free_port(),
             binaries={name: self.binaries.argv(name) for name in COMPONENTS},
         )
         self._save_state()
@@ -193,18 +215,21 @@ class LocalControlPlane:
         s, d, p = self.state, self.state_dir, self.pki_dir
         if component == "etcd":
             return [
-                "--name=local", f"--data-dir={d / 'etcd'}",
+                "--name=local",
+                f"--data-dir={d / 'etcd'}",
                 f"--listen-client-urls=http://127.0.0.1:{s.etcd_port}",
                 f"--advertise-client-urls=http://127.0.0.1:{s.etcd_port}",
                 f"--listen-peer-urls=http://127.0.0.1:{s.etcd_peer_port}",
                 f"--initial-advertise-peer-urls=http://127.0.0.1:{s.etcd_peer_port}",
                 f"--initial-cluster=local=http://127.0.0.1:{s.etcd_peer_port}",
-                "--unsafe-no-fsync", "--log-level=error",
+                "--unsafe-no-fsync",
+                "--log-level=error",
             ]
         if component == "kube-apiserver":
             return [
                 f"--etcd-servers=http://127.0.0.1:{s.etcd_port}",
-                "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
                 f"--secure-port={s.apiserver_port}",
                 f"--cert-dir={p}",
                 f"--tls-cert-file={p / 'apiserver.crt'}",
@@ -224,8 +249,10 @@ class LocalControlPlane:
             return [
                 f"--kubeconfig={self.kubeconfig}",
                 "--controllers=garbagecollector,namespace",
-                "--leader-elect=false", "--secure-port=0",
-                "--concurrent-gc-syncs=5", "--v=0",
+                "--leader-elect=false",
+                "--secure-port=0",
+                "--concurrent-gc-syncs=5",
+                "--v=0",
             ]
         raise ValueError(component)
 
@@ -238,7 +265,9 @@ class LocalControlPlane:
         log = (self.log_dir / f"{component}.log").open("ab")
         process = subprocess.Popen(
             [*argv, *self._args(component)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
             preexec_fn=None if detached else _die_with_parent,
         )
@@ -263,13 +292,13 @@ class LocalControlPlane:
         deadline = time.monotonic() + timeout
         while True:
             self._check_alive("etcd")
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(url, timeout=2) as response:
-                    if json.loads(response.read()).get("health") == "true":
-                        return
+            with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as response:
+                if json.loads(response.read()).get("health") == "true":
+                    return
             if time.monotonic() > deadline:
-                raise ControlPlaneError(f"etcd not healthy after {timeout:.0f}s; "
-                                        f"log: {self.log_dir / 'etcd.log'}")
+                raise ControlPlaneError(
+                    f"etcd not healthy after {timeout:.0f}s; log: {self.log_dir / 'etcd.log'}"
+                )
             time.sleep(0.1)
 
     def ssl_context(self) -> ssl.SSLContext:
@@ -282,8 +311,9 @@ class LocalControlPlane:
         if self.state is None:
             return False
         try:
-            with urllib.request.urlopen(f"{self.state.server}/readyz",
-                                        context=self.ssl_context(), timeout=2) as response:
+            with urllib.request.urlopen(
+                f"{self.state.server}/readyz", context=self.ssl_context(), timeout=2
+            ) as response:
                 return response.status == 200
         except (OSError, urllib.error.URLError):
             return False
@@ -303,23 +333,35 @@ class LocalControlPlane:
     # ----- users -------------------------------------------------------------
     def _write_admin_kubeconfig(self) -> None:
         assert self.state is not None
-        admin = pki.KeyPair(self.pki_dir / f"client-{ADMIN_USER}.crt",
-                            self.pki_dir / f"client-{ADMIN_USER}.key")
-        write_kubeconfig(self.kubeconfig, build_kubeconfig(
-            self.state.server, name="ansible-operator-local",
-            ca_pem=self.ca.cert_pem(),
-            client_cert_pem=admin.cert_pem(), client_key_pem=admin.key_pem(),
-        ))
+        admin = pki.KeyPair(
+            self.pki_dir / f"client-{ADMIN_USER}.crt", self.pki_dir / f"client-{ADMIN_USER}.key"
+        )
+        write_kubeconfig(
+            self.kubeconfig,
+            build_kubeconfig(
+                self.state.server,
+                name="ansible-operator-local",
+                ca_pem=self.ca.cert_pem(),
+                client_cert_pem=admin.cert_pem(),
+                client_key_pem=admin.key_pem(),
+            ),
+        )
 
     def user_kubeconfig(self, user: str, groups: tuple[str, ...] = ()) -> Path:
         """A kubeconfig for another user (e.g. a restricted one for RBAC tests)."""
         assert self.state is not None
         pair = pki.issue_client_cert(self.ca, self.pki_dir, user, groups)
         path = self.state_dir / f"{pair.cert_path.stem}.kubeconfig"
-        return write_kubeconfig(path, build_kubeconfig(
-            self.state.server, name="ansible-operator-local", ca_pem=self.ca.cert_pem(),
-            client_cert_pem=pair.cert_pem(), client_key_pem=pair.key_pem(),
-        ))
+        return write_kubeconfig(
+            path,
+            build_kubeconfig(
+                self.state.server,
+                name="ansible-operator-local",
+                ca_pem=self.ca.cert_pem(),
+                client_cert_pem=pair.cert_pem(),
+                client_key_pem=pair.key_pem(),
+            ),
+        )
 
     # ----- stop --------------------------------------------------------------
     def stop_component(self, component: str, timeout: float = 15.0) -> None:

@@ -73,9 +73,15 @@ def create_ca(directory: Path, name: str = "ansible-operator-local-ca") -> KeyPa
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(
-                digital_signature=True, key_cert_sign=True, crl_sign=True,
-                content_commitment=False, key_encipherment=False, data_encipherment=False,
-                key_agreement=False, encipher_only=False, decipher_only=False,
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
             ),
             critical=True,
         )
@@ -137,8 +143,9 @@ def issue_serving_cert(ca: KeyPair, directory: Path) -> KeyPair:
             x509.IPAddress(ipaddress.ip_address("10.0.0.1")),
         ]
     )
-    return _issue(ca, directory, "apiserver", _name("kube-apiserver"),
-                  ExtendedKeyUsageOID.SERVER_AUTH, san)
+    return _issue(
+        ca, directory, "apiserver", _name("kube-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH, san
+    )
 
 
 def issue_client_cert(
@@ -152,9 +159,12 @@ def issue_client_cert(
 def create_service_account_key(directory: Path) -> Path:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     path = directory / "sa.key"
-    write_private(path, key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.TraditionalOpenSSL,
-        serialization.NoEncryption(),
-    ))
+    write_private(
+        path,
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        ),
+    )
     return path

@@ -1,0 +1,1 @@
+"""Testing helpers for operator authors (also a pytest plugin: see `plugin`)."""
