@@ -1,0 +1,308 @@
+"""A small asyncio client for the Kubernetes REST API, on aiohttp.
+
+Everything the operator says to the API server goes through one `ApiClient`
+(one connection pool, one event loop). Objects stay plain dicts: the
+operator passes them to Ansible as JSON, so typed models would only be
+converted back.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Mapping
+from types import TracebackType
+from typing import Any, Literal
+
+import aiohttp
+
+from ansible_operator import __version__
+from ansible_operator.kube.config import KubeConfig
+from ansible_operator.kube.discovery import Resource
+
+log = logging.getLogger("ansible_operator.kube")
+
+PatchType = Literal["merge", "json", "strategic", "apply"]
+PATCH_CONTENT_TYPES: dict[str, str] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+FIELD_MANAGER = "ansible-operator"
+LIST_PAGE_SIZE = 500
+
+
+class ApiError(Exception):
+    """The API server said no (or could not be reached: status 503)."""
+
+    def __init__(
+        self, status: int, reason: str, message: str, body: Mapping[str, Any] | None = None
+    ) -> None:
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.body = dict(body) if body is not None else None
+
+
+def _error_from(status: int, text: str) -> ApiError:
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return ApiError(status, "Error", text.strip()[:500] or f"HTTP {status}")
+    if not isinstance(body, dict):
+        return ApiError(status, "Error", text.strip()[:500])
+    return ApiError(
+        status, body.get("reason") or "Error", body.get("message") or text.strip()[:500], body
+    )
+
+
+class ApiClient:
+    def __init__(self, config: KubeConfig, *, timeout: float = 60.0) -> None:
+        self.config = config
+        self.timeout = timeout
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> ApiClient:
+        self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        _type: type[BaseException] | None,
+        _value: BaseException | None,
+        _traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def open(self) -> None:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                base_url=self.config.server.rstrip("/") + "/",
+                connector=aiohttp.TCPConnector(ssl=self.config.ssl, limit=100),
+                headers={"User-Agent": f"ansible-operator/{__version__}"},
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+            )
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            raise RuntimeError("ApiClient is not open; use `async with ApiClient(config)`")
+        return self._session
+
+    # ----- raw ----------------------------------------------------------------
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        headers = await self.config.auth_headers()
+        headers["Accept"] = "application/json"
+        data = None
+        if body is not None:
+            data = json.dumps(body)
+            headers["Content-Type"] = content_type
+        try:
+            async with self.session.request(
+                method,
+                path.lstrip("/"),
+                params=params,
+                data=data,
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=self.timeout),
+            ) as response:
+                text = await response.text()
+                if response.status >= 400:
+                    raise _error_from(response.status, text)
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise ApiError(
+                503,
+                "ServiceUnavailable",
+                f"{method} {path}: API server unreachable at {self.config.server}: "
+                f"{error or type(error).__name__}",
+            ) from error
+        return json.loads(text) if text else {}
+
+    # ----- verbs --------------------------------------------------------------
+    async def get(
+        self,
+        resource: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        return await self.request("GET", resource.path(namespace, name, subresource))
+
+    async def list(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> dict[str, Any]:
+        """Every page; the result carries the last page's resourceVersion."""
+        params: dict[str, str] = {"limit": str(LIST_PAGE_SIZE)}
+        if label_selector:
+            params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        items: list[dict[str, Any]] = []
+        while True:
+            page = await self.request("GET", resource.path(namespace), params=params)
+            items.extend(page.get("items") or [])
+            continue_token = (page.get("metadata") or {}).get("continue")
+            if not continue_token:
+                page["items"] = items
+                return page
+            params["continue"] = continue_token
+
+    async def create(
+        self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
+        if namespace is None and resource.namespaced:
+            namespace = (body.get("metadata") or {}).get("namespace")
+        return await self.request(
+            "POST",
+            resource.path(namespace),
+            body=self._typed(resource, body),
+            params={"fieldManager": FIELD_MANAGER},
+        )
+
+    async def replace(
+        self,
+        resource: Resource,
+        name: str,
+        body: Mapping[str, Any],
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        return await self.request(
+            "PUT",
+            resource.path(namespace, name, subresource),
+            body=self._typed(resource, body),
+            params={"fieldManager": FIELD_MANAGER},
+        )
+
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+        patch_type: PatchType = "merge",
+        field_manager: str = FIELD_MANAGER,
+        force: bool = False,
+    ) -> dict[str, Any]:
+        params = {"fieldManager": field_manager}
+        if patch_type == "apply":
+            patch = self._typed(resource, patch)
+            if force:
+                params["force"] = "true"
+        return await self.request(
+            "PATCH",
+            resource.path(namespace, name, subresource),
+            body=patch,
+            content_type=PATCH_CONTENT_TYPES[patch_type],
+            params=params,
+        )
+
+    async def delete(
+        self,
+        resource: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: str | None = None,
+    ) -> dict[str, Any]:
+        body = {"propagationPolicy": propagation_policy} if propagation_policy else None
+        return await self.request("DELETE", resource.path(namespace, name), body=body)
+
+    async def watch(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Watch events (with bookmarks) until the server ends the watch.
+
+        Raises ApiError for an HTTP error and for an ERROR event (410 Gone
+        included), so the caller relists.
+        """
+        params = {
+            "watch": "1",
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(timeout_seconds),
+        }
+        if resource_version:
+            params["resourceVersion"] = resource_version
+        if label_selector:
+            params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        headers = await self.config.auth_headers()
+        headers["Accept"] = "application/json"
+        try:
+            async with self.session.get(
+                resource.path(namespace).lstrip("/"),
+                params=params,
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(
+                    total=None, sock_connect=10, sock_read=timeout_seconds + 30
+                ),
+            ) as response:
+                if response.status >= 400:
+                    raise _error_from(response.status, await response.text())
+                # Lines can be far larger than aiohttp's readline limit (big objects).
+                buffer = b""
+                async for chunk in response.content.iter_any():
+                    buffer += chunk
+                    while b"\n" in buffer:
+                        line, buffer = buffer.split(b"\n", 1)
+                        if line.strip():
+                            yield self._event(json.loads(line))
+                if buffer.strip():
+                    yield self._event(json.loads(buffer))
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise ApiError(
+                503,
+                "ServiceUnavailable",
+                f"watch {resource.plural}: {error or type(error).__name__}",
+            ) from error
+
+    @staticmethod
+    def _event(event: dict[str, Any]) -> dict[str, Any]:
+        if event.get("type") == "ERROR":
+            status = event.get("object") or {}
+            raise ApiError(
+                int(status.get("code") or 500),
+                status.get("reason") or "Error",
+                status.get("message") or "watch error",
+                status,
+            )
+        return event
+
+    @staticmethod
+    def _typed(resource: Resource, body: Mapping[str, Any]) -> dict[str, Any]:
+        typed = dict(body)
+        typed.setdefault("apiVersion", resource.api_version)
+        typed.setdefault("kind", resource.kind)
+        return typed

@@ -1,0 +1,227 @@
+"""An informer: list, then watch from the list's resourceVersion, keeping an
+in-memory store of one kind (in all namespaces, or in each watched namespace)
+and telling a listener what changed.
+
+- Bookmarks keep the resourceVersion fresh, so a reconnect resumes where it
+  left off instead of relisting.
+- 410 Gone (the resourceVersion is too old): relist, and diff the fresh list
+  against the store, so deletes missed while disconnected are still reported.
+- Any other failure: reconnect with exponential backoff (capped), logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ansible_operator.kube.client import ApiClient, ApiError
+from ansible_operator.kube.discovery import Resource
+from ansible_operator.kube.selectors import field_predicate, label_predicate
+
+log = logging.getLogger("ansible_operator.informer")
+
+EventListener = Callable[[str, dict[str, Any] | None, dict[str, Any] | None], None]
+StoreKey = tuple[str, str]  # namespace ("" when cluster-scoped), name
+
+BACKOFF_START = 0.5
+BACKOFF_MAX = 30.0
+WATCH_TIMEOUT = (240, 480)  # seconds; spread so informers do not all reconnect together
+
+
+def _key(obj: dict[str, Any]) -> StoreKey:
+    metadata = obj.get("metadata") or {}
+    return (metadata.get("namespace") or "", metadata.get("name") or "")
+
+
+def _version(obj: dict[str, Any] | None) -> int | None:
+    if obj is None:
+        return None
+    raw = (obj.get("metadata") or {}).get("resourceVersion")
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        return None
+
+
+class Informer:
+    def __init__(
+        self,
+        api: ApiClient,
+        resource: Resource,
+        *,
+        namespaces: Iterable[str] | None = None,
+        label_selector: str | None = None,
+        on_event: EventListener | None = None,
+        name: str = "",
+    ) -> None:
+        self.api = api
+        self.resource = resource
+        self.namespaces: list[str | None] = (
+            list(namespaces) if namespaces and resource.namespaced else [None]
+        )
+        self.label_selector = label_selector
+        self.on_event = on_event
+        self.name = name or f"{resource.group or 'core'}/{resource.version}/{resource.plural}"
+        self._store: dict[StoreKey, dict[str, Any]] = {}
+        self._synced_namespaces: set[str | None] = set()
+        self._synced = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self.resource_version = ""
+        self.relists = 0
+
+    # ----- lifecycle --------------------------------------------------------
+    async def start(self) -> None:
+        if self._tasks:
+            return
+        for namespace in self.namespaces:
+            self._tasks.append(
+                asyncio.create_task(self._run(namespace), name=f"informer {self.name}")
+            )
+
+    async def wait_synced(self) -> None:
+        await self._synced.wait()
+
+    @property
+    def synced(self) -> bool:
+        return self._synced.is_set()
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+
+    # ----- reads ------------------------------------------------------------
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        return self._store.get((namespace or "", name))
+
+    def list(
+        self,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """As the server would answer; raises SelectorError for a field
+        selector only the server can evaluate."""
+        labels_match = label_predicate(label_selector)
+        fields_match = field_predicate(field_selector)
+        return [
+            obj
+            for (obj_namespace, _name), obj in sorted(self._store.items())
+            if (namespace is None or obj_namespace == namespace)
+            and labels_match((obj.get("metadata") or {}).get("labels") or {})
+            and fields_match(obj)
+        ]
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def remember(self, obj: dict[str, Any]) -> None:
+        """Write-through from the proxy: what a run just wrote is read back at
+        once, before the watch delivers it. Never replaces a newer copy."""
+        key = _key(obj)
+        stored = self._store.get(key)
+        new_version, old_version = _version(obj), _version(stored)
+        if new_version is None or (old_version is not None and old_version >= new_version):
+            return
+        self._store[key] = obj
+
+    # ----- the loop ---------------------------------------------------------
+    async def _run(self, namespace: str | None) -> None:
+        version: str | None = None
+        backoff = BACKOFF_START
+        where = f" namespace={namespace}" if namespace else ""
+        while True:
+            try:
+                if version is None:
+                    version = await self._relist(namespace)
+                async for event in self.api.watch(
+                    self.resource,
+                    namespace,
+                    resource_version=version,
+                    label_selector=self.label_selector,
+                    timeout_seconds=random.randint(*WATCH_TIMEOUT),
+                ):
+                    version = self._apply(event) or version
+                backoff = BACKOFF_START
+            except asyncio.CancelledError:
+                raise
+            except ApiError as error:
+                if error.status == 410:
+                    log.info("watch expired, relisting informer=%s%s", self.name, where)
+                    version = None
+                    continue
+                log.warning(
+                    "watch failed, retrying informer=%s%s in=%.1fs error=%s",
+                    self.name,
+                    where,
+                    backoff,
+                    error,
+                )
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, BACKOFF_MAX)
+            except Exception:
+                log.exception("informer crashed, retrying informer=%s%s", self.name, where)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, BACKOFF_MAX)
+
+    async def _relist(self, namespace: str | None) -> str:
+        listing = await self.api.list(self.resource, namespace, label_selector=self.label_selector)
+        self.relists += 1
+        fresh = {}
+        for item in listing.get("items") or []:
+            item.setdefault("apiVersion", self.resource.api_version)
+            item.setdefault("kind", self.resource.kind)
+            fresh[_key(item)] = item
+        scope = [key for key in self._store if namespace is None or key[0] == namespace]
+        for key in scope:
+            if key not in fresh:
+                self._dispatch("DELETED", self._store.pop(key), None)
+        for key, item in fresh.items():
+            old = self._store.get(key)
+            self._store[key] = item
+            if old is None:
+                self._dispatch("ADDED", None, item)
+            elif _version(old) != _version(item):
+                self._dispatch("MODIFIED", old, item)
+        version = (listing.get("metadata") or {}).get("resourceVersion") or ""
+        self.resource_version = version
+        self._synced_namespaces.add(namespace)
+        if len(self._synced_namespaces) == len(self.namespaces):
+            self._synced.set()
+        return version
+
+    def _apply(self, event: dict[str, Any]) -> str | None:
+        kind = event.get("type")
+        obj = event.get("object") or {}
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        if version:
+            self.resource_version = version
+        if kind == "BOOKMARK":
+            return version
+        obj.setdefault("apiVersion", self.resource.api_version)
+        obj.setdefault("kind", self.resource.kind)
+        key = _key(obj)
+        old = self._store.get(key)
+        if kind == "DELETED":
+            self._store.pop(key, None)
+            self._dispatch("DELETED", old, obj)
+        elif kind in ("ADDED", "MODIFIED"):
+            self._store[key] = obj
+            self._dispatch("ADDED" if old is None else "MODIFIED", old, obj)
+        return version
+
+    def _dispatch(self, kind: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if self.on_event is None:
+            return
+        try:
+            self.on_event(kind, old, new)
+        except Exception:
+            log.exception("event handler failed informer=%s event=%s", self.name, kind)

@@ -1,0 +1,713 @@
+"""Load and strictly validate an Operator SDK ``watches.yaml``.
+
+Compatible with the reference (Operator SDK's Ansible operator): the same keys, matched
+case-insensitively, ``$VAR`` expansion, the same role resolution and the same per-watch
+environment overrides. Unlike the reference, every mistake (an unknown key, a wrong type, a
+role that cannot be found) is an error that names the file, the line and the key; all of them
+are reported at once.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ansible_operator.durations import DurationError, parse_duration
+from ansible_operator.kube.selectors import label_predicate
+
+__all__ = [
+    "GVK",
+    "Finalizer",
+    "LabelSelector",
+    "Watch",
+    "WatchesError",
+    "load_watches",
+]
+
+
+class WatchesError(Exception):
+    """The watches file is invalid. ``problems`` holds one ``FILE:LINE: message`` per problem."""
+
+    def __init__(self, problems: Iterable[str]) -> None:
+        self.problems: list[str] = list(problems)
+        super().__init__("\n".join(self.problems))
+
+    def __str__(self) -> str:
+        return "\n".join(self.problems)
+
+
+@dataclass(frozen=True)
+class GVK:
+    group: str
+    version: str
+    kind: str
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def env_suffix(self) -> str:
+        return f"{self.kind}_{self.group}".upper().replace(".", "_").replace("-", "_")
+
+    def __str__(self) -> str:
+        return (
+            f"{self.kind}.{self.group}/{self.version}"
+            if self.group
+            else (f"{self.kind}/{self.version}")
+        )
+
+
+@dataclass(frozen=True)
+class LabelSelector:
+    match_labels: dict[str, str] = field(default_factory=dict)
+    match_expressions: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+
+    def to_query(self) -> str:
+        """The selector as a Kubernetes ``labelSelector`` query string."""
+        parts = [f"{key}={value}" for key, value in self.match_labels.items()]
+        for key, operator, values in self.match_expressions:
+            if operator == "In":
+                parts.append(f"{key} in ({','.join(values)})")
+            elif operator == "NotIn":
+                parts.append(f"{key} notin ({','.join(values)})")
+            elif operator == "Exists":
+                parts.append(key)
+            elif operator == "DoesNotExist":
+                parts.append(f"!{key}")
+        return ",".join(parts)
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """What the API server answers for `to_query()`: one evaluator for both."""
+        return label_predicate(self.to_query())(labels)
+
+
+@dataclass(frozen=True)
+class Finalizer:
+    name: str
+    role: Path | None = None
+    playbook: Path | None = None
+    vars: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Watch:
+    gvk: GVK
+    role: Path | None
+    playbook: Path | None
+    vars: dict[str, Any]
+    max_runner_artifacts: int = 20
+    reconcile_period: float | None = None
+    manage_status: bool = True
+    watch_dependent_resources: bool = True
+    watch_cluster_scoped_resources: bool = False
+    snake_case_parameters: bool = True
+    watch_annotations_changes: bool = False
+    mark_unsafe: bool = False
+    blacklist: tuple[GVK, ...] = ()
+    selector: LabelSelector | None = None
+    finalizer: Finalizer | None = None
+    watch_dependent_status: bool = False
+    run_timeout: float | None = None
+    max_concurrent_reconciles: int | None = None
+    ansible_verbosity: int | None = None
+    source: str = ""
+
+
+WATCH_KEYS = (
+    "version",
+    "group",
+    "kind",
+    "playbook",
+    "role",
+    "vars",
+    "maxRunnerArtifacts",
+    "reconcilePeriod",
+    "manageStatus",
+    "watchDependentResources",
+    "watchClusterScopedResources",
+    "snakeCaseParameters",
+    "watchAnnotationsChanges",
+    "markUnsafe",
+    "blacklist",
+    "selector",
+    "finalizer",
+    # Our extensions.
+    "watchDependentStatus",
+    "runTimeout",
+    "maxConcurrentReconciles",
+)
+GVK_KEYS = ("group", "version", "kind")
+SELECTOR_KEYS = ("matchLabels", "matchExpressions")
+EXPRESSION_KEYS = ("key", "operator", "values")
+FINALIZER_KEYS = ("name", "role", "playbook", "vars")
+OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+_VAR = re.compile(r"\$(?:\{([^}]*)\}|(\w+))")
+_FQCN = re.compile(r"^[A-Za-z_]\w*\.[A-Za-z_]\w*\.[A-Za-z_]\w*$")
+_MISSING = object()
+
+
+def load_watches(
+    path: Path, *, env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> list[Watch]:
+    """Load ``path``; raise ``FileNotFoundError`` if it is missing, else ``WatchesError``."""
+    path = Path(path)
+    env = os.environ if env is None else env
+    cwd = Path.cwd() if cwd is None else Path(cwd)
+    text = path.read_text(encoding="utf-8")
+    return _Loader(path, env, cwd).load(text)
+
+
+def _expand(value: str, env: Mapping[str, str]) -> str:
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1) if match.group(1) is not None else match.group(2)
+        return env.get(name, match.group(0))
+
+    return _VAR.sub(replace, value)
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return repr(value)
+
+
+class _Loader:
+    def __init__(self, path: Path, env: Mapping[str, str], cwd: Path) -> None:
+        self.path = path
+        self.label = str(path)
+        self.env = env
+        self.cwd = cwd
+        self.errors: list[str] = []
+        self._yaml = yaml.SafeLoader("")
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def error(self, node: yaml.Node | int, message: str) -> None:
+        line = node if isinstance(node, int) else node.start_mark.line + 1
+        self.errors.append(f"{self.label}:{line}: {message}")
+
+    def where(self, node: yaml.Node) -> str:
+        return f"{self.label}:{node.start_mark.line + 1}"
+
+    def construct(self, node: yaml.Node) -> Any:
+        try:
+            return self._yaml.construct_document(node)
+        except yaml.YAMLError as exc:
+            self.error(node, f"invalid value: {exc}")
+            return _MISSING
+
+    def expand_nodes(self, node: yaml.Node) -> None:
+        if isinstance(node, yaml.ScalarNode):
+            if "$" in node.value:
+                expanded = _expand(node.value, self.env)
+                if expanded != node.value:
+                    if node.style is None:  # plain: re-resolve, so "$FLAG" may become a bool
+                        node.tag = self._yaml.resolve(yaml.ScalarNode, expanded, (True, False))
+                    node.value = expanded
+        elif isinstance(node, yaml.SequenceNode):
+            for child in node.value:
+                self.expand_nodes(child)
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                self.expand_nodes(key)
+                self.expand_nodes(value)
+
+    def fields(
+        self, node: yaml.MappingNode, known: tuple[str, ...], what: str
+    ) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+        """Map canonical key name -> (key node, value node); report unknown/duplicate keys."""
+        by_lower = {name.lower(): name for name in known}
+        found: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if not isinstance(key, str) or key == "":
+                self.error(key_node, f"{what}: keys must be non-empty strings")
+                continue
+            canonical = by_lower.get(key.lower())
+            if canonical is None:
+                message = f"unknown key {key!r}"
+                if what != "watch":
+                    message = f"{what}: {message}"
+                close = difflib.get_close_matches(key.lower(), list(by_lower), n=1, cutoff=0.6)
+                if close:
+                    message += f" (did you mean {by_lower[close[0]]!r}?)"
+                else:
+                    message += f"; known keys: {', '.join(known)}"
+                self.error(key_node, message)
+                continue
+            if canonical in found:
+                first = found[canonical][0]
+                self.error(
+                    key_node,
+                    f"{what}: key {key!r} is given twice (first at line "
+                    f"{first.start_mark.line + 1}; keys ignore case)",
+                )
+                continue
+            found[canonical] = (key_node, value_node)
+        return found
+
+    # -- typed values --------------------------------------------------------------------
+
+    def string(self, node: yaml.Node, name: str, *, empty_ok: bool = False) -> str | None:
+        value = self.construct(node)
+        if value is _MISSING:
+            return None
+        if value is None and empty_ok:
+            return ""
+        if not isinstance(value, str):
+            self.error(node, f"{name!r} must be a string, not {_describe(value)}")
+            return None
+        if not value and not empty_ok:
+            self.error(node, f"{name!r} must not be empty")
+            return None
+        return value
+
+    def boolean(self, node: yaml.Node, name: str) -> bool | None:
+        value = self.construct(node)
+        if value is _MISSING:
+            return None
+        if not isinstance(value, bool):
+            self.error(node, f"{name!r} must be true or false, not {_describe(value)}")
+            return None
+        return value
+
+    def integer(self, node: yaml.Node, name: str, *, minimum: int) -> int | None:
+        value = self.construct(node)
+        if value is _MISSING:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.error(node, f"{name!r} must be an integer, not {_describe(value)}")
+            return None
+        if value < minimum:
+            bound = "positive" if minimum == 1 else f"at least {minimum}"
+            self.error(node, f"{name!r} must be {bound}, not {value}")
+            return None
+        return value
+
+    def duration(self, node: yaml.Node, name: str) -> float | None:
+        """A Go duration, or a number of seconds. 0 (or absent) gives None."""
+        value = self.construct(node)
+        if value is _MISSING or value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            self.error(
+                node,
+                f"{name!r} must be a duration like 30s, 5m or 1h30m, not {_describe(value)}",
+            )
+            return None
+        if isinstance(value, int | float):
+            if value < 0:
+                self.error(node, f"{name!r} must not be negative, not {value}")
+                return None
+            seconds = float(value)
+        else:
+            try:
+                seconds = parse_duration(value)
+            except DurationError as exc:
+                self.error(node, f"{name!r}: {exc}")
+                return None
+        return seconds or None
+
+    def mapping(self, node: yaml.Node, name: str) -> dict[str, Any] | None:
+        value = self.construct(node)
+        if value is _MISSING:
+            return None
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.error(node, f"{name!r} must be a mapping, not {_describe(value)}")
+            return None
+        bad = [key for key in value if not isinstance(key, str)]
+        if bad:
+            self.error(node, f"{name!r}: keys must be strings, not {_describe(bad[0])}")
+            return None
+        return value
+
+    # -- paths ----------------------------------------------------------------------------
+
+    def resolve_role(self, node: yaml.Node, role: str, name: str) -> Path | None:
+        looked: list[Path] = []
+
+        def found(candidate: Path) -> bool:
+            looked.append(candidate)
+            return candidate.is_dir()
+
+        if Path(role).is_absolute():
+            if found(Path(role)):
+                return Path(role).resolve()
+        else:
+            if _FQCN.match(role):
+                namespace, collection, short = role.split(".")
+                for entry in self.collections_paths():
+                    for base in (entry / "ansible_collections", entry):
+                        candidate = base / namespace / collection / "roles" / short
+                        if base == entry and entry.name != "ansible_collections":
+                            continue
+                        if found(candidate):
+                            return candidate.resolve()
+            for entry in self.path_list("ANSIBLE_ROLES_PATH"):
+                for candidate in (entry / role, entry / "roles" / role):
+                    if found(candidate):
+                        return candidate.resolve()
+            for candidate in (self.cwd / "roles" / role, self.cwd / role):
+                if found(candidate):
+                    return candidate.resolve()
+        places = ", ".join(dict.fromkeys(str(p) for p in looked))
+        self.error(node, f"{name!r}: role {role!r} not found; looked in: {places}")
+        return None
+
+    def resolve_playbook(self, node: yaml.Node, playbook: str, name: str) -> Path | None:
+        given = Path(playbook)
+        if given.is_absolute():
+            candidates = [given]
+        else:
+            candidates = list(dict.fromkeys([self.cwd / given, self.path.parent / given]))
+        for candidate in candidates:
+            if candidate.is_file():
+                return candidate.resolve()
+        places = ", ".join(str(p) for p in candidates)
+        self.error(node, f"{name!r}: playbook {playbook!r} not found; looked for: {places}")
+        return None
+
+    def path_list(self, variable: str) -> list[Path]:
+        raw = self.env.get(variable, "")
+        return [Path(p).expanduser() for p in raw.split(os.pathsep) if p]
+
+    def collections_paths(self) -> list[Path]:
+        for variable in ("ANSIBLE_COLLECTIONS_PATH", "ANSIBLE_COLLECTIONS_PATHS"):
+            if self.env.get(variable):
+                return self.path_list(variable)
+        # Ansible's defaults, as the reference uses when the variable is unset.
+        defaults = [Path("/usr/share/ansible/collections")]
+        home = self.env.get("HOME")
+        if home:
+            defaults.insert(0, Path(home) / ".ansible" / "collections")
+        return defaults
+
+    # -- the file ---------------------------------------------------------------------
+
+    def load(self, text: str) -> list[Watch]:
+        try:
+            root = yaml.compose(text, Loader=yaml.SafeLoader)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+            line = mark.line + 1 if mark is not None else 1
+            detail = " ".join(str(exc).split())
+            raise WatchesError([f"{self.label}:{line}: invalid YAML: {detail}"]) from None
+        if root is None:
+            raise WatchesError([f"{self.label}:1: the file is empty; expected a list of watches"])
+        if not isinstance(root, yaml.SequenceNode):
+            raise WatchesError(
+                [
+                    f"{self.where(root)}: expected a list of watches (entries starting "
+                    f"with '- version: ...'), not {_describe(self.construct(root))}"
+                ]
+            )
+        self.expand_nodes(root)
+        watches: list[Watch] = []
+        first_seen: dict[GVK, int] = {}
+        for entry in root.value:
+            if not isinstance(entry, yaml.MappingNode):
+                value = self.construct(entry)
+                self.error(entry, f"each watch must be a mapping, not {_describe(value)}")
+                continue
+            watch = self.watch(entry)
+            if watch is None:
+                continue
+            line = entry.start_mark.line + 1
+            if watch.gvk in first_seen:
+                self.error(
+                    entry,
+                    f"duplicate watch for {watch.gvk}: already defined at "
+                    f"{self.label}:{first_seen[watch.gvk]}",
+                )
+                continue
+            first_seen[watch.gvk] = line
+            watches.append(watch)
+        if self.errors:
+            raise WatchesError(self.errors)
+        return watches
+
+    def gvk(
+        self, node: yaml.MappingNode, fields: dict[str, tuple[yaml.Node, yaml.Node]], what: str
+    ) -> GVK | None:
+        ok = True
+        values: dict[str, str] = {}
+        for key in GVK_KEYS:
+            if key not in fields:
+                if key == "group":
+                    values[key] = ""
+                    continue
+                self.error(node, f"{what}: {key!r} is required")
+                ok = False
+                continue
+            value = self.string(fields[key][1], key, empty_ok=key == "group")
+            if value is None:
+                ok = False
+            else:
+                values[key] = value
+        return GVK(**values) if ok else None
+
+    def watch(self, node: yaml.MappingNode) -> Watch | None:
+        errors_before = len(self.errors)
+        fields = self.fields(node, WATCH_KEYS, "watch")
+        gvk = self.gvk(node, fields, "watch")
+        options: dict[str, Any] = {}
+
+        role = playbook = None
+        if "playbook" in fields:
+            text = self.string(fields["playbook"][1], "playbook")
+            if text is not None:
+                playbook = self.resolve_playbook(fields["playbook"][1], text, "playbook")
+        elif "role" in fields:
+            text = self.string(fields["role"][1], "role")
+            if text is not None:
+                role = self.resolve_role(fields["role"][1], text, "role")
+        else:
+            self.error(node, "watch: needs a 'role' or a 'playbook'")
+
+        watch_vars: dict[str, Any] = {}
+        if "vars" in fields:
+            watch_vars = self.mapping(fields["vars"][1], "vars") or {}
+
+        booleans = {
+            "manageStatus": "manage_status",
+            "watchDependentResources": "watch_dependent_resources",
+            "watchClusterScopedResources": "watch_cluster_scoped_resources",
+            "snakeCaseParameters": "snake_case_parameters",
+            "watchAnnotationsChanges": "watch_annotations_changes",
+            "markUnsafe": "mark_unsafe",
+            "watchDependentStatus": "watch_dependent_status",
+        }
+        for key, attribute in booleans.items():
+            if key in fields:
+                value = self.boolean(fields[key][1], key)
+                if value is not None:
+                    options[attribute] = value
+        if "maxRunnerArtifacts" in fields:
+            count = self.integer(fields["maxRunnerArtifacts"][1], "maxRunnerArtifacts", minimum=0)
+            if count is not None:
+                options["max_runner_artifacts"] = count
+        if "maxConcurrentReconciles" in fields:
+            count = self.integer(
+                fields["maxConcurrentReconciles"][1], "maxConcurrentReconciles", minimum=1
+            )
+            if count is not None:
+                options["max_concurrent_reconciles"] = count
+        for key, attribute in (
+            ("reconcilePeriod", "reconcile_period"),
+            ("runTimeout", "run_timeout"),
+        ):
+            if key in fields:
+                options[attribute] = self.duration(fields[key][1], key)
+        if "blacklist" in fields:
+            options["blacklist"] = self.blacklist(fields["blacklist"][1])
+        if "selector" in fields:
+            options["selector"] = self.selector(fields["selector"][1])
+        if "finalizer" in fields:
+            options["finalizer"] = self.finalizer(fields["finalizer"][1])
+
+        if gvk is not None:
+            self.env_overrides(node, gvk, options)
+        if gvk is None or len(self.errors) > errors_before:
+            return None
+        return Watch(
+            gvk=gvk,
+            role=role,
+            playbook=playbook,
+            vars=watch_vars,
+            source=self.where(node),
+            **options,
+        )
+
+    def env_overrides(self, node: yaml.Node, gvk: GVK, options: dict[str, Any]) -> None:
+        suffix = gvk.env_suffix
+        for variable in (f"MAX_CONCURRENT_RECONCILES_{suffix}", f"WORKER_{suffix}"):
+            raw = self.env.get(variable)
+            if raw is None:
+                continue
+            try:
+                count = int(raw.strip())
+            except ValueError:
+                count = 0
+            if count < 1:
+                self.error(
+                    node,
+                    f"environment variable {variable} must be a positive integer, not {raw!r}",
+                )
+            else:
+                options["max_concurrent_reconciles"] = count
+            break
+        variable = f"ANSIBLE_VERBOSITY_{suffix}"
+        raw = self.env.get(variable)
+        if raw is not None:
+            try:
+                level = int(raw.strip())
+            except ValueError:
+                level = -1
+            if not 0 <= level <= 7:
+                self.error(
+                    node, f"environment variable {variable} must be an integer 0..7, not {raw!r}"
+                )
+            else:
+                options["ansible_verbosity"] = level
+
+    def blacklist(self, node: yaml.Node) -> tuple[GVK, ...]:
+        if not isinstance(node, yaml.SequenceNode):
+            value = self.construct(node)
+            if value is None:
+                return ()
+            self.error(
+                node,
+                f"'blacklist' must be a list of {{group, version, kind}}, not {_describe(value)}",
+            )
+            return ()
+        result: list[GVK] = []
+        for item in node.value:
+            if not isinstance(item, yaml.MappingNode):
+                self.error(
+                    item,
+                    "'blacklist': each entry must be a mapping with group, version and kind, "
+                    f"not {_describe(self.construct(item))}",
+                )
+                continue
+            fields = self.fields(item, GVK_KEYS, "blacklist entry")
+            gvk = self.gvk(item, fields, "blacklist entry")
+            if gvk is not None:
+                result.append(gvk)
+        return tuple(result)
+
+    def selector(self, node: yaml.Node) -> LabelSelector | None:
+        if not isinstance(node, yaml.MappingNode):
+            value = self.construct(node)
+            if value is not None:
+                self.error(node, f"'selector' must be a mapping, not {_describe(value)}")
+            return None
+        fields = self.fields(node, SELECTOR_KEYS, "selector")
+        labels: dict[str, str] = {}
+        if "matchLabels" in fields:
+            value_node = fields["matchLabels"][1]
+            raw = self.mapping(value_node, "matchLabels") or {}
+            for key, value in raw.items():
+                if not isinstance(value, str):
+                    self.error(
+                        value_node,
+                        f"'matchLabels': value of {key!r} must be a string, not "
+                        f"{_describe(value)} (quote it)",
+                    )
+                else:
+                    labels[key] = value
+        expressions: list[tuple[str, str, tuple[str, ...]]] = []
+        if "matchExpressions" in fields:
+            value_node = fields["matchExpressions"][1]
+            if not isinstance(value_node, yaml.SequenceNode):
+                value = self.construct(value_node)
+                if value is not None:
+                    self.error(
+                        value_node, f"'matchExpressions' must be a list, not {_describe(value)}"
+                    )
+            else:
+                for item in value_node.value:
+                    expression = self.expression(item)
+                    if expression is not None:
+                        expressions.append(expression)
+        if not labels and not expressions:
+            return None
+        return LabelSelector(match_labels=labels, match_expressions=tuple(expressions))
+
+    def expression(self, node: yaml.Node) -> tuple[str, str, tuple[str, ...]] | None:
+        if not isinstance(node, yaml.MappingNode):
+            self.error(
+                node,
+                "'matchExpressions': each entry must be a mapping with key, operator and "
+                f"values, not {_describe(self.construct(node))}",
+            )
+            return None
+        fields = self.fields(node, EXPRESSION_KEYS, "matchExpressions entry")
+        ok = True
+        key = operator = None
+        for name in ("key", "operator"):
+            if name not in fields:
+                self.error(node, f"'matchExpressions' entry: {name!r} is required")
+                ok = False
+        if "key" in fields:
+            key = self.string(fields["key"][1], "key")
+        if "operator" in fields:
+            operator = self.string(fields["operator"][1], "operator")
+            if operator is not None and operator not in OPERATORS:
+                self.error(
+                    fields["operator"][1],
+                    f"'operator' must be one of {', '.join(OPERATORS)}, not {operator!r}",
+                )
+                operator = None
+        values: list[str] = []
+        if "values" in fields:
+            value_node = fields["values"][1]
+            raw = self.construct(value_node)
+            if raw is None:
+                raw = []
+            if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
+                self.error(value_node, f"'values' must be a list of strings, not {raw!r}")
+                ok = False
+            else:
+                values = raw
+        if key is None or operator is None or not ok:
+            return None
+        if operator in ("In", "NotIn") and not values:
+            self.error(node, f"'matchExpressions' entry: operator {operator} needs 'values'")
+            return None
+        if operator in ("Exists", "DoesNotExist") and values:
+            self.error(
+                node, f"'matchExpressions' entry: operator {operator} must not have 'values'"
+            )
+            return None
+        return key, operator, tuple(values)
+
+    def finalizer(self, node: yaml.Node) -> Finalizer | None:
+        if not isinstance(node, yaml.MappingNode):
+            value = self.construct(node)
+            self.error(
+                node,
+                "'finalizer' must be a mapping with 'name' and a 'role', 'playbook' or "
+                f"'vars', not {_describe(value)}",
+            )
+            return None
+        fields = self.fields(node, FINALIZER_KEYS, "finalizer")
+        name = None
+        if "name" not in fields:
+            self.error(node, "finalizer: 'name' is required")
+        else:
+            name = self.string(fields["name"][1], "name")
+        role = playbook = None
+        if "playbook" in fields:
+            text = self.string(fields["playbook"][1], "playbook")
+            if text is not None:
+                playbook = self.resolve_playbook(fields["playbook"][1], text, "finalizer.playbook")
+        elif "role" in fields:
+            text = self.string(fields["role"][1], "role")
+            if text is not None:
+                role = self.resolve_role(fields["role"][1], text, "finalizer.role")
+        finalizer_vars: dict[str, Any] = {}
+        if "vars" in fields:
+            finalizer_vars = self.mapping(fields["vars"][1], "vars") or {}
+        if not ({"role", "playbook", "vars"} & fields.keys()):
+            self.error(node, "finalizer: needs a 'role', a 'playbook' or 'vars'")
+            return None
+        if name is None:
+            return None
+        return Finalizer(name=name, role=role, playbook=playbook, vars=finalizer_vars)

@@ -1,0 +1,111 @@
+"""The informer's recovery paths, against a scripted API (the happy path runs
+against the real API server in tests/integration/test_kube_client.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from ansible_operator.kube import informer as informer_module
+from ansible_operator.kube.client import ApiError
+from ansible_operator.kube.discovery import Resource
+from ansible_operator.kube.informer import Informer
+
+CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps", True)
+
+
+def cm(name: str, version: int, **data: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "ns", "resourceVersion": str(version)},
+        "data": data,
+    }
+
+
+class ScriptedApi:
+    """Lists return the next prepared listing; watches replay a script of
+    events, then raise what the script says (or end)."""
+
+    def __init__(self, listings: list[list[dict[str, Any]]], watches: list[Any]) -> None:
+        self.listings = listings
+        self.watches = watches
+        self.watch_versions: list[str | None] = []
+
+    async def list(self, resource: Resource, namespace: str | None, **_: Any) -> dict[str, Any]:
+        items = self.listings.pop(0)
+        top = max((int(i["metadata"]["resourceVersion"]) for i in items), default=1)
+        return {"metadata": {"resourceVersion": str(top)}, "items": items}
+
+    async def watch(
+        self, resource: Resource, namespace: str | None, **kwargs: Any
+    ) -> AsyncIterator[dict[str, Any]]:
+        self.watch_versions.append(kwargs.get("resource_version"))
+        if not self.watches:
+            await asyncio.sleep(3600)
+        script = self.watches.pop(0)
+        for step in script:
+            if isinstance(step, Exception):
+                raise step
+            yield step
+
+
+async def settle(informer: Informer, api: ScriptedApi) -> None:
+    for _ in range(200):
+        if not api.watches and not api.listings:
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+
+
+async def test_gone_relists_and_reports_what_was_missed() -> None:
+    events: list[tuple[str, str]] = []
+    api = ScriptedApi(
+        listings=[[cm("a", 1), cm("b", 2)], [cm("a", 5, changed="yes"), cm("c", 6)]],
+        watches=[[ApiError(410, "Expired", "too old resource version")]],
+    )
+    informer = Informer(
+        api,  # type: ignore[arg-type]
+        CONFIGMAPS,
+        on_event=lambda kind, old, new: events.append((kind, (new or old)["metadata"]["name"])),
+    )
+    await informer.start()
+    await settle(informer, api)
+    await informer.stop()
+    assert events == [
+        ("ADDED", "a"),
+        ("ADDED", "b"),
+        ("DELETED", "b"),  # deleted while the watch was gone
+        ("MODIFIED", "a"),
+        ("ADDED", "c"),
+    ]
+    assert informer.relists == 2
+
+
+async def test_bookmarks_move_the_resume_point(monkeypatch: Any) -> None:
+    monkeypatch.setattr(informer_module, "BACKOFF_START", 0.01)
+    api = ScriptedApi(
+        listings=[[cm("a", 1)]],
+        watches=[
+            [{"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "42"}}}],
+            [ApiError(500, "InternalError", "etcd hiccup")],
+        ],
+    )
+    informer = Informer(api, CONFIGMAPS)  # type: ignore[arg-type]
+    await informer.start()
+    await settle(informer, api)
+    await informer.stop()
+    # Resumed from the bookmark, and after the error without relisting.
+    assert api.watch_versions[:3] == ["1", "42", "42"]
+    assert informer.relists == 1
+
+
+async def test_remember_never_replaces_a_newer_copy() -> None:
+    api = ScriptedApi(listings=[[cm("a", 7, v="new")]], watches=[])
+    informer = Informer(api, CONFIGMAPS)  # type: ignore[arg-type]
+    await informer.start()
+    await informer.wait_synced()
+    informer.remember(cm("a", 3, v="old"))
+    assert informer.get("ns", "a")["data"] == {"v": "new"}
+    informer.remember(cm("a", 9, v="written"))
+    assert informer.get("ns", "a")["data"] == {"v": "written"}
+    await informer.stop()
