@@ -122,6 +122,22 @@ def build_parser() -> argparse.ArgumentParser:
     down.add_argument("--purge", action="store_true", help="also delete its state directory")
     down.set_defaults(func=cluster_down)
 
+    from ansible_operator.run_command import add_run_arguments, run
+
+    run_parser = commands.add_parser(
+        "run", help="run the operator described by a watches.yaml (the reference's flags)"
+    )
+    add_run_arguments(run_parser)
+    run_parser.set_defaults(func=run)
+
+    from ansible_operator.reconcile_command import add_reconcile_arguments, reconcile
+
+    reconcile_parser = commands.add_parser(
+        "reconcile", help="run one object's reconcile once, locally, showing Ansible's output"
+    )
+    add_reconcile_arguments(reconcile_parser)
+    reconcile_parser.set_defaults(func=reconcile)
+
     demo_parser = commands.add_parser(
         "demo", help="start the local control plane (or use KUBECONFIG) and show it working"
     )

@@ -1,0 +1,1 @@
+"""The controller: work queue, reconciler, status, events, leader election, manager."""

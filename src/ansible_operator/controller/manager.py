@@ -1,0 +1,219 @@
+"""The manager: owns the API client, informers, controllers, the event
+receiver, metrics and health servers and leader election; starts them in
+order and stops them gracefully (SIGTERM: stop taking work, let runs finish up
+to the graceful-shutdown timeout, then kill them)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+
+from aiohttp import web
+
+from ansible_operator.controller.dependents import InformerHub
+from ansible_operator.controller.leader import LeaderElector
+from ansible_operator.controller.options import OperatorOptions
+from ansible_operator.controller.reconciler import Shared, WatchController
+from ansible_operator.kube.client import ApiClient
+from ansible_operator.kube.config import load_config
+from ansible_operator.kube.discovery import RestMapper
+from ansible_operator.metrics import Metrics
+from ansible_operator.proxy.server import ApiProxy
+from ansible_operator.runner.receiver import EventReceiver
+from ansible_operator.watches import Watch
+
+log = logging.getLogger("ansible_operator.manager")
+IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def parse_bind_address(address: str) -> tuple[str, int] | None:
+    """':8443' -> all interfaces; '127.0.0.1:0' -> a free port; '0' -> disabled."""
+    if address in ("", "0"):
+        return None
+    host, _, port = address.rpartition(":")
+    return (host or "0.0.0.0", int(port))
+
+
+class Manager:
+    def __init__(self, watches: list[Watch], options: OperatorOptions) -> None:
+        self.watches = watches
+        self.options = options
+        self.metrics = Metrics()
+        self.controllers: list[WatchController] = []
+        self.hub: InformerHub | None = None
+        self.mapper: RestMapper | None = None
+        self.proxy: ApiProxy | None = None
+        self.ready = False
+        self.stopping = asyncio.Event()
+        self._sites: list[web.AppRunner] = []
+        self.bound: dict[str, tuple[str, int]] = {}
+
+    # ----- servers -----------------------------------------------------------
+    async def _serve(self, name: str, address: str, app: web.Application) -> None:
+        bind = parse_bind_address(address)
+        if bind is None:
+            return
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, bind[0], bind[1])
+        await site.start()
+        self._sites.append(runner)
+        server = site._server  # the bound port, for ':0'
+        sockets = getattr(server, "sockets", None) or []
+        if sockets:
+            self.bound[name] = sockets[0].getsockname()[:2]
+        log.info("%s server listening address=%s", name, self.bound.get(name, bind))
+
+    def _health_app(self) -> web.Application:
+        async def healthz(_request: web.Request) -> web.Response:
+            return web.Response(text="ok")
+
+        async def readyz(_request: web.Request) -> web.Response:
+            if self.ready and not self.stopping.is_set():
+                return web.Response(text="ok")
+            return web.Response(status=503, text="not ready")
+
+        app = web.Application()
+        app.router.add_get("/healthz", healthz)
+        app.router.add_get("/readyz", readyz)
+        return app
+
+    def _metrics_app(self) -> web.Application:
+        async def metrics(_request: web.Request) -> web.Response:
+            for controller in self.controllers:
+                self.metrics.queue_depth.labels(controller.gvk_label).set(len(controller.queue))
+            return web.Response(
+                body=self.metrics.exposition(),
+                headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
+            )
+
+        app = web.Application()
+        app.router.add_get("/metrics", metrics)
+        return app
+
+    # ----- lifecycle ---------------------------------------------------------
+    def request_stop(self) -> None:
+        if not self.stopping.is_set():
+            log.info("shutdown requested; no new runs will start")
+            self.stopping.set()
+
+    def _leader_namespace(self) -> str:
+        if self.options.leader_election_namespace:
+            return self.options.leader_election_namespace
+        if IN_CLUSTER_NAMESPACE.exists():
+            return IN_CLUSTER_NAMESPACE.read_text().strip()
+        raise SystemExit(
+            "--leader-election-namespace is required with --leader-elect outside a cluster"
+        )
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(signum, self.request_stop)
+        config = load_config(self.options.kubeconfig)
+        # mkdtemp creates it 0700: the event socket inside is ours alone.
+        scratch = Path(tempfile.mkdtemp(prefix="ansible-operator-"))
+        runner_root = self.options.runner_dir or scratch / "runs"
+        receiver = EventReceiver(scratch / "events.sock", on_metric=self.metrics.user_metric)
+        elector: LeaderElector | None = None
+        try:
+            async with ApiClient(config) as api:
+                await self._serve(
+                    "health", self.options.health_probe_bind_address, self._health_app()
+                )
+                await self._serve("metrics", self.options.metrics_bind_address, self._metrics_app())
+                if self.options.leader_elect:
+                    elector = LeaderElector(
+                        api,
+                        name=self.options.leader_election_id,
+                        namespace=self._leader_namespace(),
+                        lease_duration=self.options.lease_duration,
+                        renew_deadline=self.options.renew_deadline,
+                        retry_period=self.options.retry_period,
+                    )
+                    acquiring = asyncio.create_task(elector.acquire())
+                    stop_wait = asyncio.create_task(self.stopping.wait())
+                    await asyncio.wait({acquiring, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+                    stop_wait.cancel()
+                    if not acquiring.done():
+                        acquiring.cancel()
+                        return 0
+                    acquiring.result()
+                await receiver.start()
+                self.mapper = RestMapper(api)
+                self.hub = InformerHub(api, self.options.watch_namespaces)
+                self.proxy = ApiProxy(
+                    config,
+                    self.mapper,
+                    cache=self.hub,
+                    on_write=self.hub.ensure_dependent_watch,
+                    inject_owner_ref=self.options.inject_owner_ref,
+                    port=self.options.proxy_port,
+                )
+                await self.proxy.start()
+                shared = Shared(
+                    api=api,
+                    options=self.options,
+                    receiver=receiver,
+                    metrics=self.metrics,
+                    access=self.proxy,
+                    run_slots=asyncio.Semaphore(self._global_cap()),
+                    runner_root=runner_root,
+                )
+                await self._start_controllers(api, shared)
+                self.ready = True
+                log.info(
+                    "operator started watches=%d namespaces=%s",
+                    len(self.watches),
+                    ",".join(self.options.watch_namespaces) or "all",
+                )
+                waiters = [asyncio.create_task(self.stopping.wait())]
+                if elector is not None:
+                    waiters.append(asyncio.create_task(elector.lost.wait()))
+                await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+                for waiter in waiters:
+                    waiter.cancel()
+                lost = elector is not None and elector.lost.is_set()
+                await self._shutdown(0.0 if lost else self.options.graceful_shutdown_timeout)
+                if elector is not None:
+                    await elector.release()
+                await receiver.stop()
+                return 1 if lost else 0
+        finally:
+            for runner in self._sites:
+                await runner.cleanup()
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def _global_cap(self) -> int:
+        if self.options.max_concurrent_runs:
+            return self.options.max_concurrent_runs
+        return sum(
+            watch.max_concurrent_reconciles or self.options.max_concurrent_reconciles
+            for watch in self.watches
+        )
+
+    async def _start_controllers(self, api: ApiClient, shared: Shared) -> None:
+        assert self.hub is not None and self.mapper is not None
+        for watch in self.watches:
+            resource = await self.mapper.resource_for(
+                watch.gvk.group, watch.gvk.version, watch.gvk.kind
+            )
+            controller = WatchController(watch, resource, None, shared)  # type: ignore[arg-type]
+            controller.informer = await self.hub.add_primary(controller)
+            self.controllers.append(controller)
+        await self.hub.wait_synced()
+        for controller in self.controllers:
+            controller.start()
+
+    async def _shutdown(self, grace: float) -> None:
+        await asyncio.gather(*(c.stop(grace) for c in self.controllers))
+        if self.proxy is not None:
+            await self.proxy.stop()
+        if self.hub is not None:
+            await self.hub.stop()

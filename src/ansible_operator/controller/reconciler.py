@@ -1,0 +1,510 @@
+"""One watch's controller: its work queue, its workers and the reconcile of one
+object (the reference's flow, with its weaknesses fixed).
+
+    get object from the cache -> annotations valid? -> finalizer handling ->
+    Running -> Ansible run -> finalizer removal -> Successful / Failure
+    (+ observedGeneration, Events) -> requeue (requeue_after, period, backoff)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ansible_operator import params
+from ansible_operator.collections import COLLECTIONS_PATH
+from ansible_operator.controller import conditions
+from ansible_operator.controller.annotations import AnnotationError, object_settings
+from ansible_operator.controller.events import record_event
+from ansible_operator.controller.finalizers import add_finalizer, has_finalizer, remove_finalizer
+from ansible_operator.controller.options import OperatorOptions
+from ansible_operator.controller.predicates import primary_update_matters
+from ansible_operator.controller.queue import ShutDown, WorkQueue
+from ansible_operator.controller.status import ObjectGone, write_conditions
+from ansible_operator.kube.client import ApiClient, ApiError
+from ansible_operator.kube.discovery import Resource
+from ansible_operator.kube.informer import Informer
+from ansible_operator.metrics import Metrics
+from ansible_operator.runner import rundir
+from ansible_operator.runner.access import AccessProvider, Owner
+from ansible_operator.runner.event_plugin import SOCKET_ENV, TOKEN_ENV
+from ansible_operator.runner.events import RunSummary
+from ansible_operator.runner.process import RunResult, RunSpec, execute
+from ansible_operator.runner.receiver import EventReceiver
+from ansible_operator.runner.tasklog import TaskLogger
+from ansible_operator.watches import Watch
+
+log = logging.getLogger("ansible_operator.controller")
+
+
+@dataclass(frozen=True, order=True)
+class ObjectKey:
+    namespace: str
+    name: str
+
+
+@dataclass
+class Shared:
+    """What every watch's controller shares."""
+
+    api: ApiClient
+    options: OperatorOptions
+    receiver: EventReceiver
+    metrics: Metrics
+    access: AccessProvider
+    run_slots: asyncio.Semaphore  # the global cap on concurrent Ansible runs
+    runner_root: Path
+    live_output: Callable[[str], None] | None = None  # `reconcile`: Ansible's own output
+
+
+@dataclass
+class Outcome:
+    """What a reconcile asks of the queue."""
+
+    requeue_after: float | None = None
+    retry: bool = False  # back off and try again
+    notes: list[str] = field(default_factory=list)
+
+
+def fields(obj: Mapping[str, Any]) -> str:
+    metadata = obj.get("metadata") or {}
+    return (
+        f"kind={obj.get('kind')} namespace={metadata.get('namespace') or ''} "
+        f"name={metadata.get('name')}"
+    )
+
+
+class WatchController:
+    def __init__(self, watch: Watch, resource: Resource, informer: Informer, shared: Shared):
+        self.watch = watch
+        self.resource = resource
+        self.informer = informer
+        self.shared = shared
+        self.gvk_label = f"{watch.gvk.group or 'core'}/{watch.gvk.version}/{watch.gvk.kind}"
+        self.queue: WorkQueue[ObjectKey] = WorkQueue(self.gvk_label)
+        self.workers = watch.max_concurrent_reconciles or shared.options.max_concurrent_reconciles
+        self._tasks: list[asyncio.Task[None]] = []
+        self._in_flight: set[ObjectKey] = set()
+        self.last_result: RunResult | None = None
+
+    @property
+    def writes_status(self) -> bool:
+        return self.watch.manage_status and not self.shared.options.check_mode
+
+    @property
+    def dry_run(self) -> bool:
+        """Check mode (`reconcile --check`): Ansible in check mode, and we write nothing."""
+        return self.shared.options.check_mode
+
+    # ----- events -> queue ---------------------------------------------------
+    def on_event(self, kind: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        obj = new if new is not None else old
+        if obj is None:
+            return
+        metadata = obj.get("metadata") or {}
+        key = ObjectKey(metadata.get("namespace") or "", metadata["name"])
+        if kind == "DELETED":
+            self.queue.forget(key)
+            return
+        if kind == "MODIFIED" and not primary_update_matters(
+            old, obj, watch_annotations=self.watch.watch_annotations_changes
+        ):
+            return
+        self.enqueue(key)
+
+    def enqueue(self, key: ObjectKey) -> None:
+        self.queue.add(key)
+        self.shared.metrics.queue_depth.labels(self.gvk_label).set(len(self.queue))
+
+    # ----- workers -----------------------------------------------------------
+    def start(self) -> None:
+        for number in range(self.workers):
+            self._tasks.append(
+                asyncio.create_task(self._worker(), name=f"{self.gvk_label}#{number}")
+            )
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except ShutDown:
+                return
+            self.shared.metrics.queue_depth.labels(self.gvk_label).set(len(self.queue))
+            self._in_flight.add(key)
+            try:
+                outcome = await self._reconcile_safely(key)
+            finally:
+                self._in_flight.discard(key)
+            if outcome.retry:
+                delay = self.queue.add_rate_limited(key)
+                log.info(
+                    "retrying with backoff kind=%s namespace=%s name=%s delay=%.1fs",
+                    self.watch.gvk.kind,
+                    key.namespace,
+                    key.name,
+                    delay,
+                )
+            else:
+                self.queue.forget(key)
+                if outcome.requeue_after is not None and outcome.requeue_after > 0:
+                    self.queue.add_after(key, outcome.requeue_after)
+            self.queue.done(key)
+
+    async def stop(self, grace: float) -> None:
+        """Stop taking work; let runs finish for `grace` seconds, then kill them."""
+        await self.queue.shutdown()
+        if not self._tasks:
+            return
+        _done, pending = await asyncio.wait(self._tasks, timeout=grace)
+        for task in pending:
+            task.cancel()
+        for task in pending:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    # ----- one reconcile -----------------------------------------------------
+    async def _reconcile_safely(self, key: ObjectKey) -> Outcome:
+        started = time.monotonic()
+        try:
+            return await self.reconcile(key)
+        except ApiError as error:
+            log.warning(
+                "reconcile hit an API error kind=%s namespace=%s name=%s error=%s",
+                self.watch.gvk.kind,
+                key.namespace,
+                key.name,
+                error,
+            )
+            return Outcome(retry=True)
+        except Exception:
+            log.exception(
+                "reconcile crashed kind=%s namespace=%s name=%s",
+                self.watch.gvk.kind,
+                key.namespace,
+                key.name,
+            )
+            return Outcome(retry=True)
+        finally:
+            self.shared.metrics.reconciles.labels(self.gvk_label).observe(
+                time.monotonic() - started
+            )
+
+    async def reconcile(self, key: ObjectKey) -> Outcome:
+        cached = self.informer.get(key.namespace or None, key.name)
+        if cached is None:
+            return Outcome()
+        obj = copy.deepcopy(cached)
+        metadata = obj["metadata"]
+        deleting = bool(metadata.get("deletionTimestamp"))
+        finalizer = self.watch.finalizer
+        self._record_created(obj)
+
+        if deleting and (finalizer is None or not has_finalizer(obj, finalizer.name)):
+            return Outcome()
+
+        try:
+            settings = object_settings(obj)
+        except AnnotationError as error:
+            await self._fail(obj, str(error), reason="InvalidAnnotation")
+            return Outcome(retry=True)
+
+        if (
+            not deleting
+            and not self.dry_run
+            and finalizer is not None
+            and not has_finalizer(obj, finalizer.name)
+        ):
+            updated = await add_finalizer(self.shared.api, self.resource, obj, finalizer.name)
+            if updated is None:
+                return Outcome()
+            obj = updated
+
+        spec = obj.get("spec")
+        collisions = (
+            params.snake_case_collisions(spec)
+            if (self.watch.snake_case_parameters and isinstance(spec, Mapping))
+            else []
+        )
+        if collisions:
+            described = "; ".join(f"{path}: '{a}' and '{b}'" for path, a, b in collisions)
+            await self._fail(
+                obj,
+                f"spec keys collide after snake_case conversion ({described}); rename one, "
+                "or set snakeCaseParameters: false in watches.yaml",
+                reason="InvalidSpec",
+            )
+            return Outcome(retry=False)
+
+        if self.writes_status:
+            try:
+                # observedGeneration waits for the outcome: it says which
+                # generation the Successful/Failure conditions describe.
+                await self._write_status(obj, conditions.running(obj.get("status")), observe=False)
+            except ObjectGone:
+                return Outcome()
+
+        try:
+            result = await self._run(
+                obj, deleting, settings.verbosity, settings.max_runner_artifacts
+            )
+        except asyncio.CancelledError:
+            # Shutdown killed the run: say so, rather than leave the object Running.
+            await asyncio.shield(self._interrupted(obj))
+            raise
+
+        if deleting and finalizer is not None and result.succeeded and not self.dry_run:
+            log.info(
+                "finalizer run succeeded, removing finalizer %s %s", finalizer.name, fields(obj)
+            )
+            remaining = await remove_finalizer(self.shared.api, self.resource, obj, finalizer.name)
+            if remaining is None or not (remaining.get("metadata") or {}).get("deletionTimestamp"):
+                return Outcome()
+            obj = remaining
+
+        return await self._report(obj, result, settings.reconcile_period)
+
+    # ----- the run -----------------------------------------------------------
+    async def _run(
+        self,
+        obj: dict[str, Any],
+        deleting: bool,
+        verbosity: int | None,
+        keep_artifacts: int | None,
+    ) -> RunResult:
+        watch, options = self.watch, self.shared.options
+        metadata = obj["metadata"]
+        finalizer = watch.finalizer if deleting else None
+        role, playbook = watch.role, watch.playbook
+        if finalizer is not None and (finalizer.role or finalizer.playbook):
+            role, playbook = finalizer.role, finalizer.playbook
+        extravars = params.build_extravars(
+            obj,
+            group=watch.gvk.group,
+            kind=watch.gvk.kind,
+            snake_case=watch.snake_case_parameters,
+            unsafe=watch.mark_unsafe,
+            watch_vars=watch.vars,
+            finalizer_vars=finalizer.vars if finalizer is not None else None,
+        )
+        owner = Owner(
+            group=watch.gvk.group,
+            version=watch.gvk.version,
+            kind=watch.gvk.kind,
+            namespace=metadata.get("namespace") or "",
+            name=metadata["name"],
+            uid=metadata.get("uid", ""),
+        )
+        summary = RunSummary()
+        task_log = TaskLogger(options.ansible_log_events, fields(obj))
+
+        live_output = self.shared.live_output
+
+        def on_event(event: dict[str, Any]) -> None:
+            summary.add(event)
+            task_log.handle(event)
+            if live_output is not None and event.get("stdout"):
+                live_output(str(event["stdout"]))
+
+        access = self.shared.access.grant(owner)
+        channel = self.shared.receiver.open_channel(on_event, label=owner.describe())
+        directory = rundir.object_dir(
+            self.shared.runner_root,
+            watch.gvk.group,
+            watch.gvk.version,
+            watch.gvk.kind,
+            owner.namespace,
+            owner.name,
+        )
+        ansible_args = options.ansible_args
+        if options.check_mode:
+            ansible_args = f"{ansible_args} --check --diff".strip()
+        run_dir = rundir.prepare(
+            directory,
+            extravars=extravars,
+            envvars=access.env,
+            kubeconfig=access.kubeconfig,
+            ansible_args=ansible_args,
+            inventory=options.inventory,
+        )
+        keep = keep_artifacts if keep_artifacts is not None else watch.max_runner_artifacts
+        spec = RunSpec(
+            run_dir=run_dir,
+            role=role,
+            playbook=playbook,
+            verbosity=verbosity
+            if verbosity is not None
+            else (
+                watch.ansible_verbosity
+                if watch.ansible_verbosity is not None
+                else options.ansible_verbosity
+            ),
+            timeout=watch.run_timeout or options.run_timeout,
+            keep_artifacts=max(keep, 1),
+            skip_facts=options.skip_facts,
+            env=self._run_env(channel.token),
+        )
+        in_flight = self.shared.metrics.runs_in_flight.labels(self.gvk_label)
+        try:
+            async with self.shared.run_slots:
+                in_flight.inc()
+                try:
+                    log.info("run started %s run=%s", fields(obj), spec.ident)
+                    result = await execute(spec, summary)
+                finally:
+                    in_flight.dec()
+        finally:
+            self.shared.receiver.close_channel(channel)
+            access.revoke()
+            rundir.remove_secrets(run_dir)
+            if keep == 0:
+                rundir.rotate_artifacts(run_dir, 0)
+        self.last_result = result
+        outcome = "succeeded" if result.succeeded else "failed"
+        self.shared.metrics.run_duration.labels(self.gvk_label, outcome).observe(result.duration)
+        stats = result.summary.stats
+        log.info(
+            "run %s %s run=%s duration=%.2fs ok=%s changed=%s failures=%s artifacts=%s",
+            outcome,
+            fields(obj),
+            spec.ident,
+            result.duration,
+            stats.ok if stats else "-",
+            stats.changed if stats else "-",
+            stats.failures if stats else "-",
+            run_dir.artifacts / spec.ident,
+        )
+        return result
+
+    def _run_env(self, token: str) -> dict[str, str]:
+        options = self.shared.options
+        collections = [str(COLLECTIONS_PATH)]
+        if options.ansible_collections_path:
+            collections.append(options.ansible_collections_path)
+        existing = os.environ.get("ANSIBLE_COLLECTIONS_PATH") or os.environ.get(
+            "ANSIBLE_COLLECTIONS_PATHS"
+        )
+        if existing:
+            collections.append(existing)
+        env = {
+            SOCKET_ENV: str(self.shared.receiver.socket_path),
+            TOKEN_ENV: token,
+            "ANSIBLE_COLLECTIONS_PATH": os.pathsep.join(collections),
+        }
+        if options.ansible_roles_path:
+            env["ANSIBLE_ROLES_PATH"] = options.ansible_roles_path
+        return env
+
+    # ----- reporting ---------------------------------------------------------
+    async def _report(
+        self, obj: dict[str, Any], result: RunResult, period_override: float | None
+    ) -> Outcome:
+        stats = result.summary.stats
+        ansible_result = (
+            conditions.AnsibleResult(
+                ok=stats.ok,
+                changed=stats.changed,
+                skipped=stats.skipped,
+                failures=stats.failures,
+                completion=conditions.now_rfc3339(),
+            )
+            if stats is not None
+            else None
+        )
+        previously_failed = conditions.is_true(obj.get("status"), conditions.FAILURE)
+        self.shared.metrics.reconcile_result.labels(
+            self.gvk_label, "succeeded" if result.succeeded else "failed"
+        ).inc()
+        if result.succeeded:
+            if self.writes_status:
+                assert ansible_result is not None
+                with contextlib.suppress(ObjectGone):
+                    await self._write_status(obj, conditions.succeeded(ansible_result))
+            if previously_failed:
+                await self._event(
+                    obj, "ReconcileSucceeded", "Reconciliation succeeded after earlier failures"
+                )
+            period = result.summary.requeue_after
+            if period is None:
+                period = period_override
+            if period is None:
+                period = self.watch.reconcile_period or self.shared.options.reconcile_period
+            return Outcome(requeue_after=period)
+        await self._fail(
+            obj,
+            result.message,
+            ansible_result=ansible_result,
+            reason="RunTimeout" if result.status == "timeout" else "Failed",
+        )
+        if result.summary.requeue_after is not None:
+            return Outcome(requeue_after=result.summary.requeue_after)
+        return Outcome(retry=True)
+
+    async def _fail(
+        self,
+        obj: dict[str, Any],
+        message: str,
+        *,
+        reason: str,
+        ansible_result: conditions.AnsibleResult | None = None,
+    ) -> None:
+        log.error("reconcile failed %s reason=%s message=%r", fields(obj), reason, message)
+        if self.writes_status:
+            with contextlib.suppress(ObjectGone):
+                await self._write_status(
+                    obj, conditions.failed(message, ansible_result, reason=reason)
+                )
+        await self._event(obj, reason, message, warning=True)
+
+    async def _event(
+        self, obj: dict[str, Any], reason: str, message: str, *, warning: bool = False
+    ) -> None:
+        if not self.dry_run:
+            await record_event(self.shared.api, obj, reason, message, warning=warning)
+
+    async def _interrupted(self, obj: dict[str, Any]) -> None:
+        message = "the operator stopped during this run; it runs again when the operator starts"
+        log.warning("run interrupted %s", fields(obj))
+        if self.writes_status:
+            with contextlib.suppress(ObjectGone, ApiError, OSError):
+                await asyncio.wait_for(
+                    self._write_status(obj, conditions.failed(message, None, reason="Interrupted")),
+                    10,
+                )
+
+    async def _write_status(
+        self, obj: dict[str, Any], updates: list[conditions.Condition], *, observe: bool = True
+    ) -> None:
+        metadata = obj["metadata"]
+        await write_conditions(
+            self.shared.api,
+            self.resource,
+            metadata.get("namespace"),
+            metadata["name"],
+            updates,
+            observed_generation=metadata.get("generation") if observe else None,
+        )
+
+    def _record_created(self, obj: dict[str, Any]) -> None:
+        metadata = obj.get("metadata") or {}
+        created = metadata.get("creationTimestamp")
+        if not created:
+            return
+        import datetime
+
+        with contextlib.suppress(ValueError):
+            timestamp = datetime.datetime.fromisoformat(created.replace("Z", "+00:00"))
+            self.shared.metrics.resource_created_at.labels(
+                metadata.get("name", ""),
+                metadata.get("namespace", ""),
+                self.watch.gvk.group,
+                self.watch.gvk.version,
+                self.watch.gvk.kind,
+            ).set(timestamp.timestamp())

@@ -1,0 +1,78 @@
+"""Writing an object's status: the status subresource, optimistic locking,
+retry on conflict with a fresh read, and every key a role wrote kept."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from ansible_operator.controller.conditions import Condition, merge_conditions
+from ansible_operator.kube.client import ApiClient, ApiError
+from ansible_operator.kube.discovery import Resource
+
+log = logging.getLogger("ansible_operator.controller")
+
+CONFLICT_RETRIES = 8
+
+
+class ObjectGone(Exception):
+    """The object was deleted meanwhile; there is no status to write."""
+
+
+async def write_conditions(
+    api: ApiClient,
+    resource: Resource,
+    namespace: str | None,
+    name: str,
+    conditions: Sequence[Condition],
+    *,
+    observed_generation: int | None = None,
+) -> dict[str, Any]:
+    """Merge our conditions into the object's current status and write it.
+
+    The patch carries the resourceVersion it was computed from, so a concurrent
+    writer makes it fail with 409 and it is recomputed from a fresh read,
+    instead of overwriting what the other writer (or the role) just wrote.
+    """
+    use_subresource = "status" in resource.subresources
+    for _attempt in range(CONFLICT_RETRIES):
+        try:
+            current = await api.get(resource, name, namespace)
+        except ApiError as error:
+            if error.status == 404:
+                raise ObjectGone(f"{resource.kind} {namespace}/{name}") from error
+            raise
+        status = current.get("status")
+        if not isinstance(status, dict):
+            status = {}
+        new_status = dict(status)
+        new_status["conditions"] = merge_conditions(status.get("conditions"), conditions)
+        if observed_generation is not None:
+            new_status["observedGeneration"] = observed_generation
+        if new_status == status:
+            return current
+        patch = {
+            "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
+            "status": new_status,
+        }
+        try:
+            return await api.patch(
+                resource,
+                name,
+                patch,
+                namespace=namespace,
+                subresource="status" if use_subresource else None,
+                patch_type="merge",
+            )
+        except ApiError as error:
+            if error.status == 409:
+                continue
+            if error.status == 404 and use_subresource:
+                # A CRD without a status subresource: status lives in the main resource.
+                use_subresource = False
+                continue
+            if error.status == 404:
+                raise ObjectGone(f"{resource.kind} {namespace}/{name}") from error
+            raise
+    raise ApiError(409, "Conflict", f"status of {namespace}/{name} kept changing; gave up")

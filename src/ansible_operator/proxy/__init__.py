@@ -1,0 +1,1 @@
+"""The Kubernetes API proxy that every run talks through."""

@@ -1,0 +1,129 @@
+"""Owner references and owner annotations: decisions and edits as pure functions.
+
+Where Kubernetes allows an ownerReference (the owner is cluster-scoped, or
+both live in one namespace), a dependent gets one with `controller: true` and
+`blockOwnerDeletion: true`. Otherwise (a namespaced owner and a cluster-scoped
+dependent, or one in another namespace) it gets the reference's annotations,
+which our dependent watches map back to the owner.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ansible_operator.runner.access import Owner
+
+PRIMARY_RESOURCE = "operator-sdk/primary-resource"
+PRIMARY_RESOURCE_TYPE = "operator-sdk/primary-resource-type"
+
+
+@dataclass(frozen=True)
+class Injection:
+    body: dict[str, Any]
+    changed: bool
+    note: str = ""  # why we left it alone, for the log
+
+
+def owner_reference(owner: Owner) -> dict[str, Any]:
+    return {
+        "apiVersion": owner.api_version,
+        "kind": owner.kind,
+        "name": owner.name,
+        "uid": owner.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def primary_resource_type(owner: Owner) -> str:
+    return f"{owner.kind}.{owner.group}" if owner.group else owner.kind
+
+
+def owner_annotations(owner: Owner) -> dict[str, str]:
+    where = f"{owner.namespace}/{owner.name}" if owner.namespace else owner.name
+    return {PRIMARY_RESOURCE: where, PRIMARY_RESOURCE_TYPE: primary_resource_type(owner)}
+
+
+def can_own(owner: Owner, dependent_namespace: str | None) -> bool:
+    """Kubernetes allows an ownerReference from a namespaced dependent to an owner
+    in its own namespace or a cluster-scoped owner; a cluster-scoped dependent
+    only to a cluster-scoped owner."""
+    if not owner.namespace:
+        return True
+    return dependent_namespace == owner.namespace
+
+
+def inject(body: Mapping[str, Any], owner: Owner, dependent_namespace: str | None) -> Injection:
+    """Return `body` with our ownership marked, never taking an object that
+    another controller already owns."""
+    updated = copy.deepcopy(dict(body))
+    metadata = updated.setdefault("metadata", {})
+    if not isinstance(metadata, dict):
+        return Injection(dict(body), False, "metadata is not an object")
+    if can_own(owner, dependent_namespace):
+        references = list(metadata.get("ownerReferences") or [])
+        ours = owner_reference(owner)
+        for index, reference in enumerate(references):
+            if not isinstance(reference, Mapping):
+                continue
+            if reference.get("uid") == owner.uid:
+                merged = {**reference, **ours}
+                if merged == reference:
+                    return Injection(updated, False)
+                references[index] = merged
+                metadata["ownerReferences"] = references
+                return Injection(updated, True)
+            if reference.get("controller"):
+                return Injection(
+                    dict(body),
+                    False,
+                    f"already controlled by {reference.get('kind')} {reference.get('name')} "
+                    f"(uid {reference.get('uid')}); not adding ours",
+                )
+        references.append(ours)
+        metadata["ownerReferences"] = references
+        return Injection(updated, True)
+    annotations = dict(metadata.get("annotations") or {})
+    wanted = owner_annotations(owner)
+    if all(annotations.get(key) == value for key, value in wanted.items()):
+        return Injection(updated, False)
+    annotations.update(wanted)
+    metadata["annotations"] = annotations
+    return Injection(updated, True)
+
+
+def patch_removes_ours(patch: Mapping[str, Any], owner: Owner) -> bool:
+    """A merge or strategic patch that sets ownerReferences to a list without ours."""
+    metadata = patch.get("metadata")
+    if not isinstance(metadata, Mapping) or "ownerReferences" not in metadata:
+        return False
+    references = metadata.get("ownerReferences") or []
+    return not any(
+        isinstance(reference, Mapping) and reference.get("uid") == owner.uid
+        for reference in references
+    )
+
+
+def owner_key_from(
+    obj: Mapping[str, Any], owner_group: str, owner_kind: str, *, owner_namespaced: bool = True
+) -> tuple[str, str] | None:
+    """(namespace, name) of the owner of kind `owner_kind`.`owner_group` that
+    this dependent points to: its controller ownerReference, else our annotations."""
+    metadata = obj.get("metadata") or {}
+    for reference in metadata.get("ownerReferences") or []:
+        if not isinstance(reference, Mapping) or not reference.get("controller"):
+            continue
+        api_version = str(reference.get("apiVersion", ""))
+        group = api_version.rpartition("/")[0] if "/" in api_version else ""
+        if reference.get("kind") == owner_kind and group == owner_group:
+            namespace = metadata.get("namespace") or "" if owner_namespaced else ""
+            return (namespace, str(reference.get("name")))
+    annotations = metadata.get("annotations") or {}
+    wanted_type = f"{owner_kind}.{owner_group}" if owner_group else owner_kind
+    if annotations.get(PRIMARY_RESOURCE_TYPE) == wanted_type and annotations.get(PRIMARY_RESOURCE):
+        namespace, _, name = str(annotations[PRIMARY_RESOURCE]).rpartition("/")
+        return (namespace, name)
+    return None

@@ -1,0 +1,411 @@
+"""The Kubernetes API proxy every run talks through.
+
+- Loopback only; each run authenticates with its own secret token (from its
+  kubeconfig), which names the run's owner. No token, a forged one, or one of
+  a finished run: 401.
+- Writes (POST, PUT, server-side apply, patches that would drop our
+  ownerReference) get the owner marked (see ownership.py), then the dependent
+  kind gets a watch so drift re-triggers the owner.
+- GET and LIST of kinds the operator caches are answered from the cache
+  (`X-Cache: HIT`); everything else is forwarded with the operator's own
+  credentials, streamed (watches) or tunnelled (exec, attach, port-forward).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import aiohttp
+import yaml
+from aiohttp import web
+
+from ansible_operator.kube.config import KubeConfig
+from ansible_operator.kube.discovery import Resource, RestMapper
+from ansible_operator.kube.kubeconfig import build_kubeconfig
+from ansible_operator.kube.selectors import SelectorError
+from ansible_operator.proxy import ownership
+from ansible_operator.proxy.paths import ResourcePath, parse_resource_path
+from ansible_operator.runner.access import Owner, RunAccess
+
+log = logging.getLogger("ansible_operator.proxy")
+
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "authorization",
+        "content-length",
+    }
+)
+APPLY_PATCH = "application/apply-patch+yaml"
+MERGE_PATCHES = ("application/merge-patch+json", "application/strategic-merge-patch+json")
+
+
+class ObjectCache(Protocol):
+    """Reads the operator already caches (informers), by resource."""
+
+    def lookup(
+        self, resource: Resource, namespace: str | None, owner: Owner | None = None
+    ) -> CachedKind | None: ...
+
+
+class CachedKind(Protocol):
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None: ...
+
+    def list(
+        self, namespace: str | None, label_selector: str | None, field_selector: str | None
+    ) -> list[dict[str, Any]]: ...
+
+    @property
+    def resource_version(self) -> str: ...
+
+    def remember(self, obj: dict[str, Any]) -> None: ...
+
+
+WriteListener = Callable[[Resource, Owner], None]
+
+
+@dataclass
+class Grant:
+    owner: Owner
+
+
+class ApiProxy:
+    def __init__(
+        self,
+        config: KubeConfig,
+        mapper: RestMapper,
+        *,
+        cache: ObjectCache | None = None,
+        on_write: WriteListener | None = None,
+        inject_owner_ref: bool = True,
+        port: int = 8888,
+    ) -> None:
+        self.config = config
+        self.mapper = mapper
+        self.cache = cache
+        self.on_write = on_write
+        self.inject_owner_ref = inject_owner_ref
+        self.port = port
+        self._grants: dict[str, Grant] = {}
+        self._runner: web.AppRunner | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self.bound_port: int | None = None
+        self.stats = {"cache_hits": 0, "forwarded": 0, "injected": 0, "unauthorized": 0}
+
+    # ----- per-run access (the AccessProvider the reconciler uses) -----------
+    def grant(self, owner: Owner) -> RunAccess:
+        if self.bound_port is None:
+            raise RuntimeError("the proxy is not started")
+        token = secrets.token_urlsafe(32)
+        self._grants[token] = Grant(owner)
+        kubeconfig = build_kubeconfig(
+            f"http://127.0.0.1:{self.bound_port}",
+            name="ansible-operator-proxy",
+            token=token,
+            namespace=owner.namespace or None,
+        )
+
+        def revoke() -> None:
+            self._grants.pop(token, None)
+
+        return RunAccess(kubeconfig=kubeconfig, revoke=revoke)
+
+    # ----- lifecycle -----------------------------------------------------------
+    async def start(self) -> int:
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=self.config.ssl, limit=64),
+            auto_decompress=False,
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+        )
+        app = web.Application(client_max_size=64 * 2**20)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port)
+        await site.start()
+        sockets = getattr(site._server, "sockets", None) or []
+        self.bound_port = sockets[0].getsockname()[1] if sockets else self.port
+        log.info("api proxy listening address=127.0.0.1:%s", self.bound_port)
+        return self.bound_port
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self._session is not None:
+            await self._session.close()
+
+    # ----- request handling ----------------------------------------------------
+    def _grant_for(self, request: web.Request) -> Grant | None:
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            return None
+        return self._grants.get(token)
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        grant = self._grant_for(request)
+        if grant is None:
+            self.stats["unauthorized"] += 1
+            return web.json_response(
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "status": "Failure",
+                    "code": 401,
+                    "reason": "Unauthorized",
+                    "message": "the ansible-operator proxy serves only the operator's own runs",
+                },
+                status=401,
+            )
+        if request.headers.get("Upgrade"):
+            return await self._tunnel(request)
+        target = parse_resource_path(request.path)
+        body = await request.read() if request.can_read_body else b""
+        if target is not None:
+            resource = await self._resource(target)
+            if resource is not None:
+                if request.method == "GET":
+                    cached = self._from_cache(request, target, resource, grant.owner)
+                    if cached is not None:
+                        return cached
+                elif request.method in ("POST", "PUT", "PATCH") and target.subresource is None:
+                    body = self._mark_ownership(request, target, resource, grant.owner, body)
+        return await self._forward(request, body, target, grant)
+
+    async def _resource(self, target: ResourcePath) -> Resource | None:
+        try:
+            return await self.mapper.resource_for_plural(
+                target.group, target.version, target.plural
+            )
+        except Exception:  # an unknown kind is the API server's to report
+            return None
+
+    # ----- cache ----------------------------------------------------------------
+    def _from_cache(
+        self, request: web.Request, target: ResourcePath, resource: Resource, owner: Owner
+    ) -> web.Response | None:
+        if self.cache is None or target.subresource is not None:
+            return None
+        query = request.query
+        if query.get("watch") in ("1", "true") or query.get("resourceVersion") not in (
+            None,
+            "",
+            "0",
+        ):
+            return None
+        kind = self.cache.lookup(resource, target.namespace if resource.namespaced else None, owner)
+        if kind is None:
+            return None
+        if target.name is not None:
+            obj = kind.get(target.namespace if resource.namespaced else None, target.name)
+            if obj is None:
+                return None  # maybe just created: let the server answer
+            body: dict[str, Any] = {
+                **obj,
+                "apiVersion": resource.api_version,
+                "kind": resource.kind,
+            }
+        else:
+            try:
+                items = kind.list(
+                    target.namespace if resource.namespaced else None,
+                    query.get("labelSelector"),
+                    query.get("fieldSelector"),
+                )
+            except SelectorError:
+                return None  # a selector only the server evaluates
+            body = {
+                "apiVersion": resource.api_version,
+                "kind": f"{resource.kind}List",
+                "metadata": {"resourceVersion": kind.resource_version},
+                "items": [
+                    {**item, "apiVersion": resource.api_version, "kind": resource.kind}
+                    for item in items
+                ],
+            }
+        self.stats["cache_hits"] += 1
+        return web.json_response(body, headers={"X-Cache": "HIT"})
+
+    # ----- ownership ------------------------------------------------------------
+    def _mark_ownership(
+        self,
+        request: web.Request,
+        target: ResourcePath,
+        resource: Resource,
+        owner: Owner,
+        body: bytes,
+    ) -> bytes:
+        if not self.inject_owner_ref or not body:
+            return body
+        content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+        namespace = target.namespace if resource.namespaced else None
+        try:
+            if request.method == "PATCH" and content_type == APPLY_PATCH:
+                document = yaml.safe_load(body)
+            else:
+                document = json.loads(body)
+        except (ValueError, yaml.YAMLError):
+            return body
+        if not isinstance(document, dict):
+            return body  # a JSON patch (a list): left as is
+        merge_patch = request.method == "PATCH" and content_type in MERGE_PATCHES
+        if merge_patch and not ownership.patch_removes_ours(document, owner):
+            return body
+        if request.method == "POST":
+            namespace = (document.get("metadata") or {}).get("namespace") or namespace
+        injection = ownership.inject(document, owner, namespace)
+        if injection.note:
+            log.warning(
+                "ownership left alone kind=%s namespace=%s name=%s owner=%s reason=%s",
+                resource.kind,
+                namespace or "",
+                (document.get("metadata") or {}).get("name"),
+                owner.describe(),
+                injection.note,
+            )
+        if not injection.changed:
+            return body
+        self.stats["injected"] += 1
+        return json.dumps(injection.body).encode()
+
+    # ----- forwarding ---------------------------------------------------------
+    async def _forward(
+        self, request: web.Request, body: bytes, target: ResourcePath | None, grant: Grant
+    ) -> web.StreamResponse:
+        assert self._session is not None
+        self.stats["forwarded"] += 1
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
+        if request.method == "PATCH" and headers.get("Content-Type", "").startswith(APPLY_PATCH):
+            # We may have re-encoded the YAML body as JSON (JSON is YAML).
+            headers["Content-Type"] = APPLY_PATCH
+        headers.update(await self.config.auth_headers())
+        url = self.config.server.rstrip("/") + request.rel_url.path_qs
+        try:
+            upstream = await self._session.request(
+                request.method,
+                url,
+                headers=headers,
+                data=body or None,
+                allow_redirects=False,
+            )
+        except aiohttp.ClientError as error:
+            return web.json_response(
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "status": "Failure",
+                    "code": 502,
+                    "reason": "BadGateway",
+                    "message": f"API server unreachable: {error}",
+                },
+                status=502,
+            )
+        async with upstream:
+            response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+            for key, value in upstream.headers.items():
+                if key.lower() not in HOP_BY_HOP:
+                    response.headers.add(key, value)
+            watching = request.query.get("watch") in ("1", "true")
+            if watching or target is None or request.method == "GET":
+                await response.prepare(request)
+                async for chunk in upstream.content.iter_any():
+                    await response.write(chunk)
+                await response.write_eof()
+                return response
+            payload = await upstream.read()
+            await response.prepare(request)
+            await response.write(payload)
+            await response.write_eof()
+        if 200 <= upstream.status < 300 and request.method in ("POST", "PUT", "PATCH", "DELETE"):
+            await self._after_write(target, grant.owner, payload, request.method)
+        return response
+
+    async def _after_write(
+        self, target: ResourcePath, owner: Owner, payload: bytes, method: str
+    ) -> None:
+        resource = await self._resource(target)
+        if resource is None:
+            return
+        if method != "DELETE" and self.on_write is not None:
+            self.on_write(resource, owner)
+        if self.cache is None:
+            return
+        with contextlib.suppress(ValueError):
+            obj = json.loads(payload)
+            if isinstance(obj, dict) and obj.get("kind") == resource.kind:
+                kind = self.cache.lookup(
+                    resource, (obj.get("metadata") or {}).get("namespace") or None, owner
+                )
+                if kind is not None:
+                    # Read-your-writes: the role's next GET sees this version.
+                    kind.remember(obj)
+
+    # ----- upgrades (exec, attach, port-forward) -----------------------------
+    async def _tunnel(self, request: web.Request) -> web.StreamResponse:
+        """Relay a WebSocket upgrade (how the Python client and recent kubectl
+        exec, attach and port-forward) frame by frame, with our credentials."""
+        if request.headers.get("Upgrade", "").lower() != "websocket":
+            return web.json_response(
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "status": "Failure",
+                    "code": 501,
+                    "reason": "NotImplemented",
+                    "message": "the proxy relays WebSocket upgrades only (not SPDY)",
+                },
+                status=501,
+            )
+        assert self._session is not None
+        protocols = [
+            p.strip()
+            for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",")
+            if p.strip()
+        ]
+        url = self.config.server.rstrip("/") + request.rel_url.path_qs
+        try:
+            upstream = await self._session.ws_connect(
+                url,
+                protocols=protocols,
+                headers=await self.config.auth_headers(),
+                autoping=True,
+                max_msg_size=0,
+            )
+        except aiohttp.WSServerHandshakeError as error:
+            return web.Response(status=error.status, text=error.message)
+        except aiohttp.ClientError as error:
+            return web.Response(status=502, text=f"API server unreachable: {error}")
+        downstream = web.WebSocketResponse(
+            protocols=[upstream.protocol] if upstream.protocol else (), max_msg_size=0
+        )
+        await downstream.prepare(request)
+
+        async def relay(source: Any, sink: Any) -> None:
+            async for message in source:
+                if message.type == aiohttp.WSMsgType.BINARY:
+                    await sink.send_bytes(message.data)
+                elif message.type == aiohttp.WSMsgType.TEXT:
+                    await sink.send_str(message.data)
+                else:
+                    break
+            await sink.close()
+
+        async with upstream:
+            await asyncio.gather(
+                relay(upstream, downstream), relay(downstream, upstream), return_exceptions=True
+            )
+        return downstream

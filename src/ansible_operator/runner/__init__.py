@@ -1,0 +1,1 @@
+"""Running Ansible for one object: run directory, ansible-runner process, event receiver."""

@@ -1,0 +1,44 @@
+"""How a run reaches the Kubernetes API.
+
+The seam between the reconciler and the API proxy: the reconciler asks for
+access on behalf of an owner and revokes it when the run ends. The proxy
+hands each run a kubeconfig with a secret token that identifies its owner
+(ansible_operator.proxy.server.ApiProxy is the AccessProvider).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The object a run works for."""
+
+    group: str
+    version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def describe(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.kind} {where}"
+
+
+@dataclass
+class RunAccess:
+    kubeconfig: dict[str, Any] | None = None  # written privately into the run directory
+    env: dict[str, str] = field(default_factory=dict)
+    revoke: Callable[[], None] = lambda: None
+
+
+class AccessProvider(Protocol):
+    def grant(self, owner: Owner) -> RunAccess: ...

@@ -1,0 +1,138 @@
+"""Runner events -> what a run achieved: stats, failed tasks, requeue requests.
+
+Pure data handling over the event dicts that ansible-runner produces, so it
+can be table-tested without running Ansible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+REQUEUE_ACTIONS = frozenset(
+    {"requeue_after", "operator_sdk.util.requeue_after", "community.kubernetes.requeue_after"}
+)
+NO_LOG_MESSAGE = "the output has been hidden due to the fact that 'no_log: true' was specified"
+
+
+@dataclass(frozen=True)
+class Stats:
+    """playbook_on_stats summed over hosts: the source of truth for failures,
+    since Ansible already discounts rescued tasks from `failures`."""
+
+    ok: int = 0
+    changed: int = 0
+    skipped: int = 0
+    failures: int = 0
+    unreachable: int = 0
+    rescued: int = 0
+    ignored: int = 0
+
+    @classmethod
+    def from_event(cls, event_data: Mapping[str, Any]) -> Stats:
+        def total(key: str) -> int:
+            value = event_data.get(key) or {}
+            return sum(value.values()) if isinstance(value, Mapping) else 0
+
+        return cls(
+            ok=total("ok"),
+            changed=total("changed"),
+            skipped=total("skipped"),
+            failures=total("failures"),
+            unreachable=total("dark"),
+            rescued=total("rescued"),
+            ignored=total("ignored"),
+        )
+
+
+@dataclass(frozen=True)
+class FailedTask:
+    task: str
+    path: str
+    action: str
+    message: str
+
+    def describe(self) -> str:
+        return f"{self.task} ({self.path}): {self.message}" if self.path else self.message
+
+
+@dataclass
+class RunSummary:
+    """Accumulates one run's events."""
+
+    stats: Stats | None = None
+    failed_tasks: list[FailedTask] = field(default_factory=list)
+    requeue_after: float | None = None
+    events: int = 0
+    last_task: str = ""
+
+    def add(self, event: Mapping[str, Any]) -> None:
+        self.events += 1
+        kind = event.get("event", "")
+        data = event.get("event_data") or {}
+        if kind == "playbook_on_task_start":
+            self.last_task = str(data.get("task", ""))
+        elif kind == "playbook_on_stats":
+            self.stats = Stats.from_event(data)
+        elif kind in ("runner_on_failed", "runner_on_unreachable"):
+            if data.get("ignore_errors"):
+                return
+            self.failed_tasks.append(failed_task(data))
+        elif kind == "runner_on_ok":
+            period = requeue_period(data)
+            if period is not None:
+                self.requeue_after = period
+
+    @property
+    def failure_message(self) -> str:
+        """The failed tasks' messages. Only the last failure per host ended the
+        run; earlier ones were rescued, so with one host, the last one counts."""
+        if not self.failed_tasks:
+            return ""
+        count = max(1, self.stats.failures + self.stats.unreachable) if self.stats else 1
+        return "\n".join(task.message for task in self.failed_tasks[-count:])
+
+
+def failed_task(data: Mapping[str, Any]) -> FailedTask:
+    result = data.get("res") or {}
+    message = ""
+    if isinstance(result, Mapping):
+        message = str(result.get("msg") or "")
+        if not message and result.get("censored"):
+            message = NO_LOG_MESSAGE
+        if not message:
+            message = str(result.get("stderr") or result.get("reason") or "")
+        if not message and isinstance(result.get("results"), list):
+            item_messages = [
+                str(item.get("msg"))
+                for item in result["results"]
+                if isinstance(item, Mapping) and item.get("failed") and item.get("msg")
+            ]
+            message = "\n".join(item_messages)
+    return FailedTask(
+        task=str(data.get("task", "")),
+        path=str(data.get("task_path", "")),
+        action=str(data.get("task_action", "")),
+        message=message or f"task '{data.get('task', '?')}' failed",
+    )
+
+
+def requeue_period(data: Mapping[str, Any]) -> float | None:
+    """A requeue_after task's period in seconds, from its result."""
+    if data.get("task_action") not in REQUEUE_ACTIONS:
+        return None
+    result = data.get("res") or {}
+    if not isinstance(result, Mapping):
+        return None
+    period = result.get("period")
+    if isinstance(period, int | float):
+        return float(period)
+    if isinstance(period, str):
+        from ansible_operator.durations import DurationError, parse_duration
+
+        try:
+            return parse_duration(period, bare_number_unit="s")
+        except DurationError:
+            return None
+    return None

@@ -1,0 +1,144 @@
+"""The private data directory of one object's runs (ansible-runner's layout).
+
+    <root>/<group>/<version>/<Kind>/<namespace>/<name>/      (0700)
+        env/extravars  env/envvars  env/cmdline   (secrets: 0600, removed after the run)
+        kubeconfig                                  (secret: 0600, removed after the run)
+        inventory/hosts  (or a copy of ANSIBLE_INVENTORY)
+        project/
+        artifacts/<ident>/...                       (kept, rotated to maxRunnerArtifacts)
+
+A person can open it after a run and read what happened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ansible_operator.cluster.pki import write_private
+
+DEFAULT_HOSTS = (
+    "localhost ansible_connection=local ansible_python_interpreter={{ ansible_playbook_python }}\n"
+)
+
+
+@dataclass(frozen=True)
+class RunDir:
+    path: Path
+
+    @property
+    def extravars(self) -> Path:
+        return self.path / "env" / "extravars"
+
+    @property
+    def envvars(self) -> Path:
+        return self.path / "env" / "envvars"
+
+    @property
+    def cmdline(self) -> Path:
+        return self.path / "env" / "cmdline"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.path / "kubeconfig"
+
+    @property
+    def inventory(self) -> Path:
+        return self.path / "inventory"
+
+    @property
+    def artifacts(self) -> Path:
+        return self.path / "artifacts"
+
+    def secrets(self) -> list[Path]:
+        return [self.extravars, self.envvars, self.kubeconfig]
+
+
+def object_dir(root: Path, group: str, version: str, kind: str, namespace: str, name: str) -> Path:
+    parts = [group or "core", version, kind, namespace or "_cluster", name]
+    return root.joinpath(*(part.replace("/", "_") for part in parts))
+
+
+def prepare(
+    path: Path,
+    *,
+    extravars: dict[str, Any],
+    envvars: dict[str, str],
+    kubeconfig: dict[str, Any] | None,
+    ansible_args: str = "",
+    inventory: Path | None = None,
+) -> RunDir:
+    """Write the inputs of one run. Secrets are written 0600 in a 0700 tree."""
+    run_dir = RunDir(path)
+    path.mkdir(parents=True, exist_ok=True)
+    for directory in (path, path.parent):
+        with contextlib.suppress(OSError):
+            directory.chmod(0o700)
+    (path / "env").mkdir(mode=0o700, exist_ok=True)
+    (path / "project").mkdir(mode=0o700, exist_ok=True)
+    write_private(run_dir.extravars, json.dumps(extravars).encode())
+    if kubeconfig is not None:
+        from ansible_operator.kube.kubeconfig import write_kubeconfig
+
+        write_kubeconfig(run_dir.kubeconfig, kubeconfig)
+        envvars = {
+            **envvars,
+            "K8S_AUTH_KUBECONFIG": str(run_dir.kubeconfig),
+            "KUBECONFIG": str(run_dir.kubeconfig),
+        }
+    write_private(run_dir.envvars, json.dumps(envvars).encode())
+    if ansible_args:
+        # Validate the quoting now, so a bad --ansible-args fails clearly here.
+        shlex.split(ansible_args)
+        run_dir.cmdline.write_text(ansible_args)
+    elif run_dir.cmdline.exists():
+        run_dir.cmdline.unlink()
+    _write_inventory(run_dir, inventory)
+    return run_dir
+
+
+def _write_inventory(run_dir: RunDir, inventory: Path | None) -> None:
+    if run_dir.inventory.exists():
+        shutil.rmtree(run_dir.inventory)
+    if inventory is None:
+        run_dir.inventory.mkdir(mode=0o700)
+        (run_dir.inventory / "hosts").write_text(DEFAULT_HOSTS)
+    elif inventory.is_dir():
+        shutil.copytree(inventory, run_dir.inventory)
+    else:
+        run_dir.inventory.mkdir(mode=0o700)
+        shutil.copy(inventory, run_dir.inventory / inventory.name)
+
+
+def remove_secrets(run_dir: RunDir) -> None:
+    for path in run_dir.secrets():
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def rotate_artifacts(run_dir: RunDir, keep: int) -> None:
+    """Keep the newest `keep` artifact directories (0 keeps none)."""
+    if not run_dir.artifacts.exists():
+        return
+    entries = sorted(
+        (entry for entry in run_dir.artifacts.iterdir() if entry.is_dir()),
+        key=lambda entry: entry.stat().st_mtime,
+    )
+    for entry in entries[: max(0, len(entries) - keep)]:
+        shutil.rmtree(entry, ignore_errors=True)
+
+
+def latest_stdout(run_dir: RunDir, ident: str) -> Path:
+    return run_dir.artifacts / ident / "stdout"
+
+
+def environment_with(extra: dict[str, str]) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(extra)
+    return env

@@ -1,0 +1,59 @@
+"""Applying YAML manifests in tests (server-side apply), and waiting for CRDs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client, dynamic
+
+from ansible_operator.testing.waiting import eventually
+
+FIELD_MANAGER = "ansible-operator-tests"
+
+
+def documents(source: str | Path) -> list[dict[str, Any]]:
+    text = source.read_text() if isinstance(source, Path) else source
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+def apply_manifests(
+    api: client.ApiClient, source: str | Path, namespace: str | None = None
+) -> list[dict[str, Any]]:
+    """Server-side apply every document; CRDs first, and wait until they are served."""
+    docs = documents(source)
+    crds = [d for d in docs if d.get("kind") == "CustomResourceDefinition"]
+    others = [d for d in docs if d.get("kind") != "CustomResourceDefinition"]
+    applied = [_apply(api, doc, namespace) for doc in crds]
+    if crds:
+        wait_crds_established(api, [d["metadata"]["name"] for d in crds])
+    applied += [_apply(api, doc, namespace) for doc in others]
+    return applied
+
+
+def _apply(api: client.ApiClient, doc: dict[str, Any], namespace: str | None) -> dict[str, Any]:
+    resources = dynamic.DynamicClient(api).resources
+    resource = resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
+    target_namespace = None
+    if resource.namespaced:
+        target_namespace = doc.get("metadata", {}).get("namespace") or namespace or "default"
+    result = resource.server_side_apply(
+        body=doc, namespace=target_namespace, field_manager=FIELD_MANAGER, force_conflicts=True
+    )
+    return result.to_dict()
+
+
+def wait_crds_established(api: client.ApiClient, names: list[str], timeout: float = 60) -> None:
+    extensions = client.ApiextensionsV1Api(api)
+
+    def established() -> bool:
+        for name in names:
+            crd = extensions.read_custom_resource_definition(name)
+            if not any(
+                c.type == "Established" and c.status == "True" for c in crd.status.conditions or []
+            ):
+                return False
+        return True
+
+    eventually(established, timeout=timeout, what=f"CRDs established: {', '.join(names)}")

@@ -1,0 +1,102 @@
+"""Two operator replicas with --leader-elect: one reconciles, the other takes
+over when the first is killed."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from ansible_operator.cluster import Cluster
+from ansible_operator.testing.operator import OperatorProcess
+from ansible_operator.testing.waiting import eventually, wait_for_condition
+
+pytestmark = pytest.mark.cluster
+
+OPERATOR = Path(__file__).resolve().parent.parent / "operator"
+GROUP, VERSION = "test.ansible-operator.io", "v1alpha1"
+
+
+def test_only_the_leader_reconciles_and_the_other_takes_over_when_it_dies(
+    kube_cluster: Cluster,
+    test_crds: None,
+    kube_api: client.ApiClient,
+    kube_namespace: str,
+    tmp_path: Path,
+) -> None:
+    args = [
+        "--leader-elect",
+        f"--leader-election-namespace={kube_namespace}",
+        "--leader-election-id=test-operator",
+        "--leader-elect-lease-duration=4s",
+        "--leader-elect-renew-deadline=3s",
+        "--leader-elect-retry-period=500ms",
+    ]
+    env = {"WATCH_NAMESPACE": kube_namespace}
+    first = OperatorProcess(
+        OPERATOR / "watches.yaml",
+        kube_cluster.kubeconfig,
+        log_path=tmp_path / "first.log",
+        args=args,
+        env=env,
+    ).start()
+    second = OperatorProcess(
+        OPERATOR / "watches.yaml",
+        kube_cluster.kubeconfig,
+        log_path=tmp_path / "second.log",
+        args=args,
+        env=env,
+    )
+    try:
+        second.start(wait_ready=False)
+        second.wait_for_log("waiting for leadership")
+        custom = client.CustomObjectsApi(kube_api)
+        custom.create_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            kube_namespace,
+            "greetings",
+            {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": "Greeting",
+                "metadata": {"name": "one"},
+                "spec": {},
+            },
+        )
+        wait_for_condition(
+            kube_api, GROUP, VERSION, "greetings", kube_namespace, "one", "Successful"
+        )
+        assert "run started" in first.logs
+        assert "run started" not in second.logs
+        assert "became leader" not in second.logs
+
+        first.kill()
+        second.wait_for_log("became leader", timeout=30)
+        custom.create_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            kube_namespace,
+            "greetings",
+            {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": "Greeting",
+                "metadata": {"name": "two"},
+                "spec": {},
+            },
+        )
+        wait_for_condition(
+            kube_api, GROUP, VERSION, "greetings", kube_namespace, "two", "Successful"
+        )
+        assert re.search(
+            rf"run succeeded kind=Greeting namespace={kube_namespace} name=two", second.logs
+        )
+        lease = client.CoordinationV1Api(kube_api).read_namespaced_lease(
+            "test-operator", kube_namespace
+        )
+        assert lease.spec.lease_transitions >= 1
+        eventually(lambda: "name=two" not in first.logs, timeout=1)
+    finally:
+        first.stop()
+        second.stop()

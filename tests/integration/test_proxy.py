@@ -1,0 +1,338 @@
+"""The API proxy in-process against the real API server: authentication,
+owner injection, cached reads, streaming, discovery of new kinds."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import pytest
+from kubernetes import client
+
+from ansible_operator.cluster import Cluster
+from ansible_operator.controller.dependents import CachedKindView, SharedInformer
+from ansible_operator.kube.client import ApiClient
+from ansible_operator.kube.config import load_config
+from ansible_operator.kube.discovery import Resource, RestMapper
+from ansible_operator.kube.informer import Informer
+from ansible_operator.proxy.server import ApiProxy
+from ansible_operator.runner.access import Owner
+from ansible_operator.testing.manifests import apply_manifests
+
+pytestmark = pytest.mark.cluster
+
+
+class ConfigMapCache:
+    """The proxy's cache for one kind: ConfigMaps of one namespace."""
+
+    def __init__(self, view: CachedKindView) -> None:
+        self.view = view
+        self.lookups = 0
+
+    def lookup(self, resource: Resource, namespace: str | None, owner: Owner | None = None):
+        self.lookups += 1
+        if resource.plural != "configmaps" or not self.view._shared.covers(namespace):
+            return None
+        return self.view
+
+
+@dataclass
+class Harness:
+    proxy: ApiProxy
+    api: ApiClient
+    owner: Owner
+    token: str
+    revoke: Any
+    url: str
+    namespace: str
+    writes: list[tuple[str, str]]
+
+    def auth(self, token: str | None = None) -> dict[str, str]:
+        return {"Authorization": f"Bearer {token or self.token}"}
+
+
+@pytest.fixture
+async def harness(kube_cluster: Cluster, kube_namespace: str) -> AsyncIterator[Harness]:
+    config = load_config(kube_cluster.kubeconfig)
+    async with ApiClient(config) as api:
+        mapper = RestMapper(api)
+        configmaps = await mapper.resource_for("", "v1", "ConfigMap")
+        informer = Informer(api, configmaps, namespaces=[kube_namespace])
+        await informer.start()
+        await informer.wait_synced()
+        cache = ConfigMapCache(
+            CachedKindView(SharedInformer(informer, configmaps, (kube_namespace,), False))
+        )
+        writes: list[tuple[str, str]] = []
+        proxy = ApiProxy(
+            config,
+            mapper,
+            cache=cache,
+            port=0,
+            on_write=lambda resource, owner: writes.append((resource.kind, owner.name)),
+        )
+        port = await proxy.start()
+        # The owner must exist for garbage collection to make sense; a ConfigMap will do.
+        owner_obj = await api.create(
+            configmaps, {"metadata": {"name": "the-owner"}}, kube_namespace
+        )
+        owner = Owner(
+            "", "v1", "ConfigMap", kube_namespace, "the-owner", owner_obj["metadata"]["uid"]
+        )
+        access = proxy.grant(owner)
+        token = access.kubeconfig["users"][0]["user"]["token"]
+        try:
+            yield Harness(
+                proxy,
+                api,
+                owner,
+                token,
+                access.revoke,
+                f"http://127.0.0.1:{port}",
+                kube_namespace,
+                writes,
+            )
+        finally:
+            await proxy.stop()
+            await informer.stop()
+
+
+async def request(
+    method: str,
+    url: str,
+    headers: dict[str, str],
+    body: Any = None,
+    content_type: str = "application/json",
+) -> tuple[int, dict[str, str], Any]:
+    async with aiohttp.ClientSession() as session:
+        data = None if body is None else (body if isinstance(body, str) else json.dumps(body))
+        if data is not None:
+            headers = {**headers, "Content-Type": content_type}
+        async with session.request(method, url, headers=headers, data=data) as response:
+            text = await response.text()
+            try:
+                payload = json.loads(text)
+            except ValueError:
+                payload = text
+            return response.status, dict(response.headers), payload
+
+
+async def test_proxy_listens_on_loopback_and_refuses_strangers(harness: Harness) -> None:
+    path = f"{harness.url}/api/v1/namespaces/{harness.namespace}/configmaps"
+    assert (await request("GET", path, {}))[0] == 401
+    assert (await request("GET", path, harness.auth("forged-token")))[0] == 401
+    status, _, body = await request("GET", path, {"Authorization": "Basic eyJ9"})
+    assert status == 401 and body["reason"] == "Unauthorized"
+    assert (await request("GET", path, harness.auth()))[0] == 200
+    harness.revoke()
+    assert (await request("GET", path, harness.auth()))[0] == 401  # the run has ended
+    assert harness.proxy.bound_port is not None
+    with pytest.raises(aiohttp.ClientConnectorError):
+        await request("GET", f"http://127.0.0.2:{harness.proxy.bound_port}/version", {})
+
+
+async def test_create_gets_controller_reference_and_starts_a_dependent_watch(
+    harness: Harness,
+) -> None:
+    status, _, created = await request(
+        "POST",
+        f"{harness.url}/api/v1/namespaces/{harness.namespace}/configmaps",
+        harness.auth(),
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "child"},
+            "data": {"a": "1"},
+        },
+    )
+    assert status == 201, created
+    assert created["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "name": "the-owner",
+            "uid": harness.owner.uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    assert harness.writes == [("ConfigMap", "the-owner")]
+
+
+async def test_put_and_merge_patch_cannot_drop_our_reference(harness: Harness) -> None:
+    base = f"{harness.url}/api/v1/namespaces/{harness.namespace}/configmaps"
+    _, _, created = await request(
+        "POST",
+        base,
+        harness.auth(),
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kept"}},
+    )
+    replaced = dict(created)
+    replaced["metadata"] = {k: v for k, v in created["metadata"].items() if k != "ownerReferences"}
+    replaced["data"] = {"b": "2"}
+    status, _, body = await request("PUT", f"{base}/kept", harness.auth(), replaced)
+    assert status == 200, body
+    assert [r["uid"] for r in body["metadata"]["ownerReferences"]] == [harness.owner.uid]
+    status, _, body = await request(
+        "PATCH",
+        f"{base}/kept",
+        harness.auth(),
+        {"metadata": {"ownerReferences": None}},
+        content_type="application/merge-patch+json",
+    )
+    assert status == 200, body
+    assert [r["uid"] for r in body["metadata"]["ownerReferences"]] == [harness.owner.uid]
+
+
+async def test_server_side_apply_gets_the_reference(harness: Harness) -> None:
+    manifest = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\n"
+        f"  namespace: {harness.namespace}\ndata:\n  how: ssa\n"
+    )
+    status, _, body = await request(
+        "PATCH",
+        f"{harness.url}/api/v1/namespaces/{harness.namespace}/configmaps/applied"
+        "?fieldManager=test&force=true",
+        harness.auth(),
+        manifest,
+        content_type="application/apply-patch+yaml",
+    )
+    assert status in (200, 201), body
+    assert [r["uid"] for r in body["metadata"]["ownerReferences"]] == [harness.owner.uid]
+
+
+async def test_reads_of_a_cached_kind_come_from_the_cache_with_selectors(
+    harness: Harness,
+) -> None:
+    base = f"{harness.url}/api/v1/namespaces/{harness.namespace}/configmaps"
+    for name, tier in (("web", "front"), ("db", "back"), ("cache", "back")):
+        await request(
+            "POST",
+            base,
+            harness.auth(),
+            {"metadata": {"name": name, "labels": {"tier": tier, "app": "shop"}}},
+        )
+    status, headers, body = await request("GET", f"{base}/web", harness.auth())
+    assert status == 200 and headers.get("X-Cache") == "HIT"  # read-your-writes
+    assert body["kind"] == "ConfigMap" and body["metadata"]["name"] == "web"
+
+    async def names(query: str) -> tuple[set[str], str | None]:
+        _, hdrs, listed = await request("GET", f"{base}?{query}", harness.auth())
+        return {item["metadata"]["name"] for item in listed["items"]}, hdrs.get("X-Cache")
+
+    assert await names("labelSelector=tier%3Dback") == ({"db", "cache"}, "HIT")
+    assert await names("labelSelector=tier+in+%28front%29") == ({"web"}, "HIT")
+    assert await names("labelSelector=app%2C%21missing") == ({"web", "db", "cache"}, "HIT")
+    assert await names("fieldSelector=metadata.name%3Ddb") == ({"db"}, "HIT")
+
+    # other kinds and other namespaces are forwarded to the server
+    _, headers, _ = await request(
+        "GET", f"{harness.url}/api/v1/namespaces/{harness.namespace}/secrets", harness.auth()
+    )
+    assert "X-Cache" not in headers
+    _, headers, _ = await request("GET", f"{harness.url}/api/v1/configmaps", harness.auth())
+    assert "X-Cache" not in headers
+
+
+async def test_watch_responses_stream_through_the_proxy(harness: Harness) -> None:
+    url = (
+        f"{harness.url}/api/v1/namespaces/{harness.namespace}/configmaps?watch=1&timeoutSeconds=20"
+    )
+    async with aiohttp.ClientSession() as session, session.get(url, headers=harness.auth()) as w:
+        assert w.status == 200
+        first = json.loads(await asyncio.wait_for(w.content.readline(), 10))
+        assert first["type"] == "ADDED"
+        await request(
+            "POST",
+            f"{harness.url}/api/v1/namespaces/{harness.namespace}/configmaps",
+            harness.auth(),
+            {"metadata": {"name": "late"}},
+        )
+        while True:
+            event = json.loads(await asyncio.wait_for(w.content.readline(), 10))
+            if event["object"]["metadata"]["name"] == "late":
+                break
+        assert event["type"] == "ADDED"
+
+
+async def test_a_crd_created_a_moment_ago_works_at_once(
+    harness: Harness, kube_api: client.ApiClient
+) -> None:
+    plural = f"gadgets{uuid.uuid4().hex[:6]}"
+    group = "proxy.test.example.com"
+    apply_manifests(
+        kube_api,
+        json.dumps(
+            {
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": f"{plural}.{group}"},
+                "spec": {
+                    "group": group,
+                    "scope": "Namespaced",
+                    "names": {"plural": plural, "kind": "Gadget" + plural[7:]},
+                    "versions": [
+                        {
+                            "name": "v1",
+                            "served": True,
+                            "storage": True,
+                            "schema": {
+                                "openAPIV3Schema": {
+                                    "type": "object",
+                                    "x-kubernetes-preserve-unknown-fields": True,
+                                }
+                            },
+                        }
+                    ],
+                },
+            }
+        ),
+    )
+    try:
+        status, _, body = await request(
+            "POST",
+            f"{harness.url}/apis/{group}/v1/namespaces/{harness.namespace}/{plural}",
+            harness.auth(),
+            {"apiVersion": f"{group}/v1", "kind": "Gadget" + plural[7:], "metadata": {"name": "g"}},
+        )
+        assert status == 201, body
+        assert body["metadata"]["ownerReferences"][0]["uid"] == harness.owner.uid
+        assert ("Gadget" + plural[7:], "the-owner") in harness.writes
+    finally:
+        client.ApiextensionsV1Api(kube_api).delete_custom_resource_definition(f"{plural}.{group}")
+
+
+async def test_an_unavailable_aggregated_api_breaks_nothing_else(
+    kube_cluster: Cluster, kube_api: client.ApiClient, kube_namespace: str
+) -> None:
+    registration = client.ApiregistrationV1Api(kube_api)
+    name = "v1beta1.metrics.k8s.io"
+    registration.create_api_service(
+        {
+            "apiVersion": "apiregistration.k8s.io/v1",
+            "kind": "APIService",
+            "metadata": {"name": name},
+            "spec": {
+                "group": "metrics.k8s.io",
+                "version": "v1beta1",
+                "service": {"namespace": "kube-system", "name": "no-such-metrics-server"},
+                "groupPriorityMinimum": 100,
+                "versionPriority": 100,
+                "insecureSkipTLSVerify": True,
+            },
+        }
+    )
+    try:
+        async with ApiClient(load_config(kube_cluster.kubeconfig)) as api:
+            mapper = RestMapper(api)
+            configmaps = await mapper.resource_for_plural("", "v1", "configmaps")
+            assert configmaps.kind == "ConfigMap"
+            deployments = await mapper.resource_for("apps", "v1", "Deployment")
+            assert deployments.plural == "deployments"
+    finally:
+        registration.delete_api_service(name)

@@ -1,0 +1,53 @@
+"""Per-object annotations: parsed, or an error naming the annotation."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_operator.controller.annotations import (
+    MAX_RUNNER_ARTIFACTS,
+    RECONCILE_PERIOD,
+    VERBOSITY,
+    AnnotationError,
+    object_settings,
+)
+
+
+def annotated(**annotations: str) -> dict:
+    return {"metadata": {"annotations": annotations}}
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"), [("30", 30.0), ("30s", 30.0), ("1m30s", 90.0), ("2h", 7200.0)]
+)
+def test_reconcile_period_takes_a_duration_or_bare_seconds(value: str, seconds: float) -> None:
+    assert object_settings(annotated(**{RECONCILE_PERIOD: value})).reconcile_period == seconds
+
+
+@pytest.mark.parametrize(
+    ("annotation", "value"),
+    [
+        (RECONCILE_PERIOD, "abc"),
+        (RECONCILE_PERIOD, "-5s"),
+        (VERBOSITY, "x"),
+        (VERBOSITY, "9"),
+        (MAX_RUNNER_ARTIFACTS, "-1"),
+        (MAX_RUNNER_ARTIFACTS, "many"),
+    ],
+)
+def test_bad_values_name_the_annotation_and_value(annotation: str, value: str) -> None:
+    with pytest.raises(AnnotationError) as error:
+        object_settings(annotated(**{annotation: value}))
+    assert annotation in str(error.value)
+    assert repr(value) in str(error.value)
+    assert error.value.annotation == annotation
+
+
+def test_absent_annotations_mean_defaults() -> None:
+    settings = object_settings({"metadata": {}})
+    assert (settings.reconcile_period, settings.verbosity, settings.max_runner_artifacts) == (
+        None,
+        None,
+        None,
+    )
+    assert object_settings(annotated(**{VERBOSITY: "4"})).verbosity == 4

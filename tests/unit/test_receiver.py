@@ -1,0 +1,48 @@
+"""The event receiver routes events by run token and refuses strangers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import aiohttp
+
+from ansible_operator.runner.receiver import EventReceiver
+
+
+async def post(socket: Path, path: str, body: object, token: str | None) -> int:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    connector = aiohttp.UnixConnector(path=str(socket))
+    async with (
+        aiohttp.ClientSession(connector=connector) as session,
+        session.post(f"http://localhost{path}", data=json.dumps(body), headers=headers) as response,
+    ):
+        return response.status
+
+
+async def test_events_reach_their_run_and_other_tokens_are_refused(tmp_path: Path) -> None:
+    metrics: list[dict] = []
+    receiver = EventReceiver(tmp_path / "sock" / "events.sock", on_metric=metrics.append)
+    await receiver.start()
+    try:
+        assert receiver.socket_path.stat().st_mode & 0o777 == 0o600
+        assert receiver.socket_path.parent.stat().st_mode & 0o777 == 0o700
+        first, second = [], []
+        one = receiver.open_channel(first.append)
+        two = receiver.open_channel(second.append)
+        assert await post(receiver.socket_path, "/events", {"event": "a"}, one.token) == 204
+        assert await post(receiver.socket_path, "/events", {"event": "b"}, two.token) == 204
+        assert first == [{"event": "a"}] and second == [{"event": "b"}]
+
+        assert await post(receiver.socket_path, "/events", {"event": "x"}, None) == 401
+        assert await post(receiver.socket_path, "/events", {"event": "x"}, "forged") == 401
+        receiver.close_channel(one)
+        assert await post(receiver.socket_path, "/events", {"event": "late"}, one.token) == 401
+        assert first == [{"event": "a"}]
+
+        assert await post(receiver.socket_path, "/metrics", {"name": "m"}, two.token) == 204
+        assert metrics == [{"name": "m"}]
+        assert await post(receiver.socket_path, "/events", [1, 2], two.token) == 400
+    finally:
+        await receiver.stop()
+    assert not receiver.socket_path.exists()
