@@ -138,6 +138,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_reconcile_arguments(reconcile_parser)
     reconcile_parser.set_defaults(func=reconcile)
 
+    from ansible_operator.scaffold.command import add_scaffold_commands
+
+    add_scaffold_commands(commands)
+
     demo_parser = commands.add_parser(
         "demo", help="start the local control plane (or use KUBECONFIG) and show it working"
     )

@@ -22,10 +22,11 @@ from typing import Any
 import yaml
 
 from ansible_operator import logs
+from ansible_operator.cluster import connect_config
 from ansible_operator.controller.options import OperatorOptions
 from ansible_operator.controller.reconciler import ObjectKey, Shared, WatchController
 from ansible_operator.kube.client import ApiClient, ApiError
-from ansible_operator.kube.config import load_config
+from ansible_operator.kube.config import KubeConfigError
 from ansible_operator.kube.discovery import Resource, RestMapper
 from ansible_operator.metrics import Metrics
 from ansible_operator.proxy.server import ApiProxy
@@ -151,7 +152,7 @@ def print_conditions(obj: dict[str, Any]) -> None:
 
 async def reconcile_once(args: argparse.Namespace) -> int:
     watches = load_watches(args.watches_file, cwd=Path.cwd())
-    config = load_config(args.kubeconfig)
+    config = connect_config(args.kubeconfig)
     options = OperatorOptions(
         watches_file=args.watches_file,
         ansible_verbosity=args.verbose,
@@ -213,6 +214,6 @@ def reconcile(args: argparse.Namespace) -> int:
     logs.configure(logging.WARNING)
     try:
         return asyncio.run(reconcile_once(args))
-    except (ReconcileError, WatchesError) as error:
+    except (ReconcileError, WatchesError, KubeConfigError) as error:
         print(f"ansible-operator: {error}", file=sys.stderr)
         return 2

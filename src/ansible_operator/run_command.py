@@ -158,6 +158,13 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="where run directories and artifacts are kept "
         "(default: a private temporary directory)",
     )
+    parser.add_argument(
+        "--runner-mode",
+        choices=("warm", "reference"),
+        default="warm",
+        help="warm: Ansible modules run in forks of a warm interpreter (fast); "
+        "reference: a fresh interpreter per task, as Operator SDK does",
+    )
     parser.add_argument("--zap-log-level", default="info")
     parser.add_argument("--zap-encoder", choices=("console", "json"), default="console")
     add_bool(parser, "--zap-devel", default=False, help="development logging (debug level)")
@@ -195,6 +202,7 @@ def options_from(args: argparse.Namespace) -> OperatorOptions:
         graceful_shutdown_timeout=args.graceful_shutdown_timeout,
         watch_namespaces=namespaces,
         runner_dir=args.runner_dir,
+        runner_mode=args.runner_mode,
         inventory=Path(inventory) if inventory else None,
         # As the reference: facts are gathered unless ANSIBLE_GATHERING=explicit.
         skip_facts=os.environ.get("ANSIBLE_GATHERING", "").lower() == "explicit",
@@ -203,6 +211,7 @@ def options_from(args: argparse.Namespace) -> OperatorOptions:
 
 def run(args: argparse.Namespace) -> int:
     from ansible_operator.controller.manager import Manager
+    from ansible_operator.kube.config import KubeConfigError
     from ansible_operator.watches import WatchesError, load_watches
 
     level = logs.parse_level("debug" if args.zap_devel else args.zap_log_level)
@@ -221,4 +230,8 @@ def run(args: argparse.Namespace) -> int:
     except FileNotFoundError:
         print(f"ansible-operator: watches file not found: {options.watches_file}", file=sys.stderr)
         return 2
-    return asyncio.run(Manager(watches, options).run())
+    try:
+        return asyncio.run(Manager(watches, options).run())
+    except KubeConfigError as error:
+        print(f"ansible-operator: {error}", file=sys.stderr)
+        return 2

@@ -29,6 +29,9 @@ def test_watch_namespace_limits_what_is_reconciled(
         kube_cluster.kubeconfig,
         log_path=tmp_path / "op.log",
         env={"WATCH_NAMESPACE": watched},
+        # The rest of the suite runs the default (warm) runner mode; this
+        # operator keeps the reference mode proven too.
+        args=["--runner-mode=reference"],
     )
     try:
         # Created before the operator starts; no other operator runs during

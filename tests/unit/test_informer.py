@@ -109,3 +109,36 @@ async def test_remember_never_replaces_a_newer_copy() -> None:
     informer.remember(cm("a", 9, v="written"))
     assert informer.get("ns", "a")["data"] == {"v": "written"}
     await informer.stop()
+
+
+async def test_a_remembered_write_still_reaches_listeners_as_a_change() -> None:
+    """The proxy's read-your-writes must not make the watch event look like a no-op."""
+    events: list[tuple[str, dict[str, Any] | None, dict[str, Any] | None]] = []
+    api = ScriptedApi(
+        listings=[[cm("a", 1, v="before")]],
+        watches=[[{"type": "MODIFIED", "object": cm("a", 2, v="after")}]],
+    )
+    informer = Informer(
+        api,  # type: ignore[arg-type]
+        CONFIGMAPS,
+        on_event=lambda kind, old, new: events.append((kind, old, new)),
+    )
+    informer.remember(cm("a", 2, v="after"))  # a run wrote it; the watch has not said so yet
+    await informer.start()
+    await settle(informer, api)
+    await informer.stop()
+    kind, old, new = events[-1]
+    assert kind == "MODIFIED"
+    assert old is not None and old["data"] == {"v": "before"}
+    assert new is not None and new["data"] == {"v": "after"}
+
+
+async def test_a_deleted_object_is_gone_from_reads_at_once() -> None:
+    api = ScriptedApi(listings=[[cm("a", 1)]], watches=[])
+    informer = Informer(api, CONFIGMAPS)  # type: ignore[arg-type]
+    await informer.start()
+    await informer.wait_synced()
+    informer.remember(cm("a", 2), deleted=True)
+    assert informer.get("ns", "a") is None
+    assert informer.list("ns") == []
+    await informer.stop()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -16,12 +17,14 @@ from pathlib import Path
 
 from ansible_operator.cluster.build import BuildError, ensure_binary
 from ansible_operator.cluster.local import Binaries, ControlPlaneError, LocalControlPlane
+from ansible_operator.kube.config import KubeConfig, KubeConfigError, load_config
 
 __all__ = [
     "BuildError",
     "Cluster",
     "ControlPlaneError",
     "LocalControlPlane",
+    "connect_config",
     "default_state_dir",
     "local_binaries",
     "provide",
@@ -77,3 +80,20 @@ def provide(
         stack.callback(plane.stop)
         path = plane.start(progress=progress)
         yield Cluster(path, source, plane)
+
+
+def connect_config(kubeconfig: str | Path | None = None) -> KubeConfig:
+    """The cluster to talk to: --kubeconfig, KUBECONFIG, in-cluster, ~/.kube/config,
+    and last the local control plane if `ansible-operator cluster up` started one."""
+    try:
+        return load_config(kubeconfig)
+    except KubeConfigError:
+        if kubeconfig is not None:
+            raise
+        plane = LocalControlPlane(default_state_dir(), None)
+        if not (plane.state and plane.ready()):
+            raise
+        print(
+            f"ansible-operator: using the local control plane ({plane.kubeconfig})", file=sys.stderr
+        )
+        return load_config(plane.kubeconfig)

@@ -78,8 +78,8 @@ class CachedKindView:
     def resource_version(self) -> str:
         return self._shared.informer.resource_version
 
-    def remember(self, obj: dict[str, Any]) -> None:
-        self._shared.informer.remember(obj)
+    def remember(self, obj: dict[str, Any], *, deleted: bool = False) -> None:
+        self._shared.informer.remember(obj, deleted=deleted)
 
 
 class InformerHub:

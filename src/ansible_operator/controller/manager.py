@@ -10,24 +10,27 @@ import contextlib
 import logging
 import shutil
 import signal
+import sys
 import tempfile
 from pathlib import Path
 
 from aiohttp import web
 
+from ansible_operator.cluster import connect_config
 from ansible_operator.controller.dependents import InformerHub
 from ansible_operator.controller.leader import LeaderElector
 from ansible_operator.controller.options import OperatorOptions
 from ansible_operator.controller.reconciler import Shared, WatchController
 from ansible_operator.kube.client import ApiClient
-from ansible_operator.kube.config import load_config
-from ansible_operator.kube.discovery import RestMapper
+from ansible_operator.kube.discovery import RestMapper, UnknownResource
 from ansible_operator.metrics import Metrics
 from ansible_operator.proxy.server import ApiProxy
+from ansible_operator.runner.module_server import write_shim
 from ansible_operator.runner.receiver import EventReceiver
 from ansible_operator.watches import Watch
 
 log = logging.getLogger("ansible_operator.manager")
+MISSING_KIND_RETRY = 10  # seconds between looks for a watched kind the server does not serve
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
@@ -52,6 +55,8 @@ class Manager:
         self.stopping = asyncio.Event()
         self._sites: list[web.AppRunner] = []
         self.bound: dict[str, tuple[str, int]] = {}
+        self._background: set[asyncio.Task[None]] = set()
+        self._module_server: asyncio.subprocess.Process | None = None
 
     # ----- servers -----------------------------------------------------------
     async def _serve(self, name: str, address: str, app: web.Application) -> None:
@@ -116,7 +121,7 @@ class Manager:
         for signum in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(signum, self.request_stop)
-        config = load_config(self.options.kubeconfig)
+        config = connect_config(self.options.kubeconfig)
         # mkdtemp creates it 0700: the event socket inside is ours alone.
         scratch = Path(tempfile.mkdtemp(prefix="ansible-operator-"))
         runner_root = self.options.runner_dir or scratch / "runs"
@@ -146,6 +151,7 @@ class Manager:
                         return 0
                     acquiring.result()
                 await receiver.start()
+                interpreter = await self._start_module_server(scratch)
                 self.mapper = RestMapper(api)
                 self.hub = InformerHub(api, self.options.watch_namespaces)
                 self.proxy = ApiProxy(
@@ -165,6 +171,7 @@ class Manager:
                     access=self.proxy,
                     run_slots=asyncio.Semaphore(self._global_cap()),
                     runner_root=runner_root,
+                    interpreter=interpreter,
                 )
                 await self._start_controllers(api, shared)
                 self.ready = True
@@ -186,9 +193,33 @@ class Manager:
                 await receiver.stop()
                 return 1 if lost else 0
         finally:
+            if self._module_server is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    self._module_server.kill()
+                await self._module_server.wait()
             for runner in self._sites:
                 await runner.cleanup()
             shutil.rmtree(scratch, ignore_errors=True)
+
+    async def _start_module_server(self, scratch: Path) -> Path | None:
+        """Warm runner mode: the interpreter Ansible modules run in (a shim to it)."""
+        if self.options.runner_mode != "warm":
+            return None
+        socket_path = scratch / "modules.sock"
+        self._module_server = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-P",  # the operator's working directory is not an import path
+            "-m",
+            "ansible_operator.runner.module_server",
+            str(socket_path),
+            stdout=asyncio.subprocess.PIPE,
+        )
+        assert self._module_server.stdout is not None
+        ready = await asyncio.wait_for(self._module_server.stdout.readline(), 60)
+        if ready.strip() != b"ready":
+            raise RuntimeError("the warm module interpreter did not start")
+        log.info("warm module interpreter ready pid=%s", self._module_server.pid)
+        return write_shim(scratch / "python", socket_path)
 
     def _global_cap(self) -> int:
         if self.options.max_concurrent_runs:
@@ -200,18 +231,58 @@ class Manager:
 
     async def _start_controllers(self, api: ApiClient, shared: Shared) -> None:
         assert self.hub is not None and self.mapper is not None
+        missing: list[Watch] = []
         for watch in self.watches:
-            resource = await self.mapper.resource_for(
-                watch.gvk.group, watch.gvk.version, watch.gvk.kind
-            )
-            controller = WatchController(watch, resource, None, shared)  # type: ignore[arg-type]
-            controller.informer = await self.hub.add_primary(controller)
-            self.controllers.append(controller)
+            try:
+                await self._start_controller(watch, shared, wait=False)
+            except UnknownResource as error:
+                log.error(
+                    "not watching kind=%s group=%s version=%s: %s; retrying every %ss, "
+                    "other watches are served",
+                    watch.gvk.kind,
+                    watch.gvk.group,
+                    watch.gvk.version,
+                    error,
+                    MISSING_KIND_RETRY,
+                )
+                missing.append(watch)
         await self.hub.wait_synced()
         for controller in self.controllers:
             controller.start()
+        for watch in missing:
+            self._background.add(asyncio.create_task(self._start_when_served(watch, shared)))
+
+    async def _start_controller(self, watch: Watch, shared: Shared, *, wait: bool) -> None:
+        assert self.hub is not None and self.mapper is not None
+        resource = await self.mapper.resource_for(
+            watch.gvk.group, watch.gvk.version, watch.gvk.kind
+        )
+        controller = WatchController(watch, resource, None, shared)  # type: ignore[arg-type]
+        controller.informer = await self.hub.add_primary(controller)
+        self.controllers.append(controller)
+        if wait:
+            await controller.informer.wait_synced()
+            controller.start()
+
+    async def _start_when_served(self, watch: Watch, shared: Shared) -> None:
+        """A kind whose CRD is installed after the operator started."""
+        while not self.stopping.is_set():
+            await asyncio.sleep(MISSING_KIND_RETRY)
+            try:
+                await self._start_controller(watch, shared, wait=True)
+            except UnknownResource:
+                continue
+            log.info(
+                "now watching kind=%s group=%s version=%s",
+                watch.gvk.kind,
+                watch.gvk.group,
+                watch.gvk.version,
+            )
+            return
 
     async def _shutdown(self, grace: float) -> None:
+        for task in self._background:
+            task.cancel()
         await asyncio.gather(*(c.stop(grace) for c in self.controllers))
         if self.proxy is not None:
             await self.proxy.stop()

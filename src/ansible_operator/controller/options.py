@@ -38,3 +38,6 @@ class OperatorOptions:
     inventory: Path | None = None
     skip_facts: bool = True
     check_mode: bool = False
+    # warm: modules run in forks of a warm interpreter (runner/module_server.py);
+    # reference: a fresh interpreter per task, as Operator SDK's operator does.
+    runner_mode: str = "warm"

@@ -63,6 +63,7 @@ class Shared:
     run_slots: asyncio.Semaphore  # the global cap on concurrent Ansible runs
     runner_root: Path
     live_output: Callable[[str], None] | None = None  # `reconcile`: Ansible's own output
+    interpreter: Path | None = None  # warm runner mode: the module interpreter shim
 
 
 @dataclass
@@ -333,6 +334,7 @@ class WatchController:
             kubeconfig=access.kubeconfig,
             ansible_args=ansible_args,
             inventory=options.inventory,
+            interpreter=self.shared.interpreter,
         )
         keep = keep_artifacts if keep_artifacts is not None else watch.max_runner_artifacts
         spec = RunSpec(
@@ -400,6 +402,10 @@ class WatchController:
         }
         if options.ansible_roles_path:
             env["ANSIBLE_ROLES_PATH"] = options.ansible_roles_path
+        if self.shared.interpreter is not None and "ANSIBLE_PIPELINING" not in os.environ:
+            # Modules go to the warm interpreter on stdin: no temporary file
+            # copied, made executable and removed for every task.
+            env["ANSIBLE_PIPELINING"] = "True"
         return env
 
     # ----- reporting ---------------------------------------------------------

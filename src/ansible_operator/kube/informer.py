@@ -67,6 +67,10 @@ class Informer:
         self.on_event = on_event
         self.name = name or f"{resource.group or 'core'}/{resource.version}/{resource.plural}"
         self._store: dict[StoreKey, dict[str, Any]] = {}
+        # Read-your-writes: what runs wrote (or deleted: None) through the proxy,
+        # until the watch catches up. Kept apart from the store, so the watch's
+        # events still compare the true previous state with the new one.
+        self._written: dict[StoreKey, tuple[int, dict[str, Any] | None]] = {}
         self._synced_namespaces: set[str | None] = set()
         self._synced = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -99,7 +103,17 @@ class Informer:
 
     # ----- reads ------------------------------------------------------------
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
-        return self._store.get((namespace or "", name))
+        key = (namespace or "", name)
+        stored = self._store.get(key)
+        written = self._written.get(key)
+        if written is None:
+            return stored
+        version, obj = written
+        stored_version = _version(stored)
+        if stored_version is not None and stored_version >= version:
+            del self._written[key]  # the watch has caught up
+            return stored
+        return obj
 
     def list(
         self,
@@ -112,10 +126,13 @@ class Informer:
         selector only the server can evaluate."""
         labels_match = label_predicate(label_selector)
         fields_match = field_predicate(field_selector)
+        keys = sorted(set(self._store) | set(self._written))
+        current = (self.get(*key) for key in keys)
         return [
             obj
-            for (obj_namespace, _name), obj in sorted(self._store.items())
-            if (namespace is None or obj_namespace == namespace)
+            for obj in current
+            if obj is not None
+            and (namespace is None or (obj.get("metadata") or {}).get("namespace") == namespace)
             and labels_match((obj.get("metadata") or {}).get("labels") or {})
             and fields_match(obj)
         ]
@@ -123,15 +140,17 @@ class Informer:
     def __len__(self) -> int:
         return len(self._store)
 
-    def remember(self, obj: dict[str, Any]) -> None:
-        """Write-through from the proxy: what a run just wrote is read back at
-        once, before the watch delivers it. Never replaces a newer copy."""
+    def remember(self, obj: dict[str, Any], *, deleted: bool = False) -> None:
+        """Write-through from the proxy: what a run just wrote (or deleted) is
+        read back at once, before the watch delivers it. Never hides a newer copy."""
         key = _key(obj)
-        stored = self._store.get(key)
-        new_version, old_version = _version(obj), _version(stored)
-        if new_version is None or (old_version is not None and old_version >= new_version):
+        new_version = _version(obj)
+        if new_version is None:
             return
-        self._store[key] = obj
+        newest = _version(self.get(*key))
+        if newest is not None and newest > new_version:
+            return
+        self._written[key] = (new_version, None if deleted else obj)
 
     # ----- the loop ---------------------------------------------------------
     async def _run(self, namespace: str | None) -> None:
@@ -212,6 +231,9 @@ class Informer:
         old = self._store.get(key)
         if kind == "DELETED":
             self._store.pop(key, None)
+            written = self._written.get(key)
+            if written is not None and written[0] <= (_version(obj) or 0):
+                del self._written[key]
             self._dispatch("DELETED", old, obj)
         elif kind in ("ADDED", "MODIFIED"):
             self._store[key] = obj

@@ -73,7 +73,7 @@ class CachedKind(Protocol):
     @property
     def resource_version(self) -> str: ...
 
-    def remember(self, obj: dict[str, Any]) -> None: ...
+    def remember(self, obj: dict[str, Any], *, deleted: bool = False) -> None: ...
 
 
 WriteListener = Callable[[Resource, Owner], None]
@@ -352,7 +352,11 @@ class ApiProxy:
                 )
                 if kind is not None:
                     # Read-your-writes: the role's next GET sees this version.
-                    kind.remember(obj)
+                    # A DELETE answers with the object as it was (or still is,
+                    # while finalizers run): gone only if it has no finalizers.
+                    metadata = obj.get("metadata") or {}
+                    gone = method == "DELETE" and not metadata.get("finalizers")
+                    kind.remember(obj, deleted=gone)
 
     # ----- upgrades (exec, attach, port-forward) -----------------------------
     async def _tunnel(self, request: web.Request) -> web.StreamResponse:

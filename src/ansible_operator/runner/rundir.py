@@ -24,7 +24,7 @@ from typing import Any
 from ansible_operator.cluster.pki import write_private
 
 DEFAULT_HOSTS = (
-    "localhost ansible_connection=local ansible_python_interpreter={{ ansible_playbook_python }}\n"
+    "localhost ansible_connection=local ansible_python_interpreter={{ansible_playbook_python}}\n"
 )
 
 
@@ -73,6 +73,7 @@ def prepare(
     kubeconfig: dict[str, Any] | None,
     ansible_args: str = "",
     inventory: Path | None = None,
+    interpreter: Path | None = None,
 ) -> RunDir:
     """Write the inputs of one run. Secrets are written 0600 in a 0700 tree."""
     run_dir = RunDir(path)
@@ -99,16 +100,19 @@ def prepare(
         run_dir.cmdline.write_text(ansible_args)
     elif run_dir.cmdline.exists():
         run_dir.cmdline.unlink()
-    _write_inventory(run_dir, inventory)
+    _write_inventory(run_dir, inventory, interpreter)
     return run_dir
 
 
-def _write_inventory(run_dir: RunDir, inventory: Path | None) -> None:
+def _write_inventory(run_dir: RunDir, inventory: Path | None, interpreter: Path | None) -> None:
     if run_dir.inventory.exists():
         shutil.rmtree(run_dir.inventory)
     if inventory is None:
         run_dir.inventory.mkdir(mode=0o700)
-        (run_dir.inventory / "hosts").write_text(DEFAULT_HOSTS)
+        hosts = DEFAULT_HOSTS
+        if interpreter is not None:
+            hosts = hosts.replace("{{ansible_playbook_python}}", str(interpreter))
+        (run_dir.inventory / "hosts").write_text(hosts)
     elif inventory.is_dir():
         shutil.copytree(inventory, run_dir.inventory)
     else:

@@ -19,27 +19,38 @@ def documents(source: str | Path) -> list[dict[str, Any]]:
 
 
 def apply_manifests(
-    api: client.ApiClient, source: str | Path, namespace: str | None = None
+    api: client.ApiClient,
+    source: str | Path,
+    namespace: str | None = None,
+    *,
+    dry_run: bool = False,
 ) -> list[dict[str, Any]]:
-    """Server-side apply every document; CRDs first, and wait until they are served."""
+    """Server-side apply every document; CRDs first, and wait until they are
+    served. `dry_run`: the server validates and admits everything, stores nothing."""
     docs = documents(source)
     crds = [d for d in docs if d.get("kind") == "CustomResourceDefinition"]
     others = [d for d in docs if d.get("kind") != "CustomResourceDefinition"]
-    applied = [_apply(api, doc, namespace) for doc in crds]
-    if crds:
+    applied = [_apply(api, doc, namespace, dry_run) for doc in crds]
+    if crds and not dry_run:
         wait_crds_established(api, [d["metadata"]["name"] for d in crds])
-    applied += [_apply(api, doc, namespace) for doc in others]
+    applied += [_apply(api, doc, namespace, dry_run) for doc in others]
     return applied
 
 
-def _apply(api: client.ApiClient, doc: dict[str, Any], namespace: str | None) -> dict[str, Any]:
+def _apply(
+    api: client.ApiClient, doc: dict[str, Any], namespace: str | None, dry_run: bool = False
+) -> dict[str, Any]:
     resources = dynamic.DynamicClient(api).resources
     resource = resources.get(api_version=doc["apiVersion"], kind=doc["kind"])
     target_namespace = None
     if resource.namespaced:
         target_namespace = doc.get("metadata", {}).get("namespace") or namespace or "default"
     result = resource.server_side_apply(
-        body=doc, namespace=target_namespace, field_manager=FIELD_MANAGER, force_conflicts=True
+        body=doc,
+        namespace=target_namespace,
+        field_manager=FIELD_MANAGER,
+        force_conflicts=True,
+        **({"dry_run": "All"} if dry_run else {}),
     )
     return result.to_dict()
 

@@ -286,6 +286,10 @@ def main():
         try:
             obj = resource.get(name=params["name"], namespace=params.get("namespace")).to_dict()
         except NotFoundError:
+            if module.check_mode:
+                # Checking an object not created yet (`reconcile --check -f`):
+                # its status would be written once it exists.
+                module.exit_json(changed=True, result={})
             module.fail_json(msg=f"k8s_status: {where} not found")
         except DynamicApiError as error:
             module.fail_json(msg=f"k8s_status: reading {where} failed: {error.summary()}")

@@ -1,0 +1,177 @@
+"""A warm interpreter for Ansible modules.
+
+Every task of a role runs its module in a fresh Python process that imports
+ansible's module_utils and the Kubernetes client again: ~0.4 s of CPU per
+kubernetes.core task before it does anything. In `warm` runner mode the runs'
+inventory names a tiny interpreter shim (see `write_shim`) instead of Python;
+the shim hands its argv, environment, working directory and its stdin, stdout
+and stderr (as file descriptors) to this server over a unix socket. The server
+has imported all of that once, forks, and the child runs the module exactly as
+`python AnsiballZ_x.py` would, in the shim's environment, writing to the
+shim's own stdout/stderr. Ansible sees an ordinary interpreter.
+
+The module code, its arguments and its output are untouched: only the
+imports are shared (copy-on-write), so results are the same as in
+`reference` mode.
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import importlib
+import json
+import os
+import runpy
+import signal
+import socket
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+# What kubernetes.core and our operator_sdk.util modules import; whatever is
+# missing is simply imported by the module itself, as usual. Not
+# `ansible_collections`: the module's payload brings it as a regular package,
+# which would not join a namespace package imported here first.
+WARM_IMPORTS = (
+    "ansible.module_utils.basic",
+    "ansible.module_utils._internal._ansiballz._loader",
+    "ansible.module_utils.urls",
+    "kubernetes.client",
+    "kubernetes.config",
+    "kubernetes.dynamic",
+    "urllib3",
+    "yaml",
+    "jsonpatch",
+)
+MAX_HEADER = 1 << 20
+SHIM = """#!{python} -IS
+# ansible-operator's module interpreter shim (warm runner mode): hands this
+# module run to the warm interpreter at {socket}; without it, runs Python itself.
+import array, json, os, socket, sys
+SERVER = {socket!r}
+PYTHON = {python!r}
+try:
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(SERVER)
+except OSError:
+    os.execv(PYTHON, [PYTHON] + sys.argv[1:])
+header = json.dumps({{"argv": sys.argv[1:], "cwd": os.getcwd(), "env": dict(os.environ)}})
+data = header.encode() + b"\\n"
+conn.sendmsg([data[:1]], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [0, 1, 2]))])
+conn.sendall(data[1:])
+code = conn.recv(16)
+sys.exit(int(code) if code.strip() else 1)
+"""
+
+
+def write_shim(path: Path, socket_path: Path) -> Path:
+    path.write_text(SHIM.format(python=sys.executable, socket=str(socket_path)))
+    path.chmod(0o700)
+    return path
+
+
+def _receive(conn: socket.socket) -> tuple[dict[str, object], list[int]]:
+    fds = array.array("i")
+    data, ancillary, _flags, _address = conn.recvmsg(1, socket.CMSG_SPACE(3 * fds.itemsize))
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - (len(payload) % fds.itemsize)])
+    buffer = bytearray(data)
+    while not buffer.endswith(b"\n"):
+        chunk = conn.recv(65536)
+        if not chunk or len(buffer) > MAX_HEADER:
+            raise ConnectionError("incomplete request")
+        buffer += chunk
+    return json.loads(buffer), list(fds)
+
+
+def _exit_when_shim_goes(conn: socket.socket) -> None:
+    """The run was killed (timeout, shutdown): its module goes with it."""
+    with contextlib.suppress(OSError):
+        conn.recv(1)
+    os._exit(137)
+
+
+def _run_child(conn: socket.socket) -> None:
+    code = 1
+    reporter = os.getpid()
+    # A module may fork and outlive its run (async_wrapper does): only this
+    # process reports the run's exit code to the shim.
+    os.register_at_fork(after_in_child=conn.detach)
+    try:
+        request, fds = _receive(conn)
+        for target, fd in enumerate(fds[:3]):
+            os.dup2(fd, target)
+            os.close(fd)
+        # Python's own stdio objects over the new descriptors.
+        sys.stdin = open(0, closefd=False)  # noqa: SIM115
+        sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+        threading.Thread(target=_exit_when_shim_goes, args=(conn,), daemon=True).start()
+        os.environ.clear()
+        os.environ.update(request["env"])  # type: ignore[arg-type]
+        tempfile.tempdir = None  # follow this run's TMPDIR, not the server's
+        os.chdir(str(request["cwd"]))
+        argv = [str(arg) for arg in request["argv"]]  # type: ignore[union-attr]
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        try:
+            if argv and not argv[0].startswith("-"):
+                sys.argv = argv
+                runpy.run_path(argv[0], run_name="__main__")
+            else:  # pipelining: the module arrives on stdin
+                sys.argv = [""]
+                source = sys.stdin.read()
+                exec(compile(source, "<stdin>", "exec"), {"__name__": "__main__"})
+            code = 0
+        except SystemExit as done:
+            code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+                sys.stderr.flush()
+    except BaseException as error:  # report, never raise into the server loop
+        with contextlib.suppress(Exception):
+            os.write(2, f"ansible-operator module server: {error!r}\n".encode())
+    finally:
+        if os.getpid() != reporter:
+            os._exit(code)
+        with contextlib.suppress(OSError):
+            conn.sendall(str(code).encode())
+        os._exit(0)
+
+
+def _reap(_signum: int, _frame: object) -> None:
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+
+
+def serve(socket_path: Path) -> None:
+    for name in WARM_IMPORTS:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    # Reap finished children as they end, so their CPU time is accounted to
+    # this process (and through it to the operator), as a run's processes are.
+    signal.signal(signal.SIGCHLD, _reap)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with contextlib.suppress(FileNotFoundError):
+        socket_path.unlink()
+    old_umask = os.umask(0o177)  # the socket is the operator's alone
+    try:
+        server.bind(str(socket_path))
+    finally:
+        os.umask(old_umask)
+    server.listen(128)
+    print("ready", flush=True)
+    while True:
+        conn, _ = server.accept()
+        if os.fork() == 0:
+            server.close()
+            _run_child(conn)
+        conn.close()
+
+
+if __name__ == "__main__":
+    serve(Path(sys.argv[1]))

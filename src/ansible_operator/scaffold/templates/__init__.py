@@ -1,0 +1,472 @@
+"""Text templates of generated files (`string.Template`: `${name}`; a literal `$` is `$$`).
+
+Kept as Python strings so they are packaged with the code whatever their file type.
+"""
+
+from __future__ import annotations
+
+PROJECT_HEADER = """\
+# Written by `ansible-operator init` and `ansible-operator create api`; the
+# `resources` list is how `create api` knows which kinds exist. Edit with care.
+"""
+
+WATCHES = """\
+# watches.yaml: which kinds this operator reconciles, and with what.
+# Each entry: group, version, kind and a role (roles/<name>) or a playbook
+# (playbooks/<name>.yml), plus optional keys such as reconcilePeriod,
+# manageStatus, watchDependentResources, snakeCaseParameters, vars, selector,
+# finalizer (see the Operator SDK docs; an unknown key is an error here).
+# `ansible-operator create api` appends entries at the end of this file; your
+# own edits and comments above them are kept.
+[]
+"""
+
+WATCH_ROLE = """\
+- version: ${version}
+  group: ${group}
+  kind: ${kind}
+  role: ${name}
+"""
+
+WATCH_PLAYBOOK = """\
+- version: ${version}
+  group: ${group}
+  kind: ${kind}
+  playbook: playbooks/${name}.yml
+"""
+
+REQUIREMENTS = """\
+# Ansible collections the roles and playbooks use. The ansible-operator base
+# image already has kubernetes.core and operator_sdk.util; list here what else
+# you need, and install it in the Dockerfile with ansible-galaxy.
+collections:
+  - name: kubernetes.core
+    version: ">=5.0.0"
+"""
+
+DOCKERFILE = """\
+# The operator's image: the ansible-operator runtime plus this project's
+# watches.yaml, roles and playbooks. Build: docker build -t ${project}:latest .
+FROM ghcr.io/ansible-operator/ansible-operator:${tool_version}
+
+# Collections beyond the base image's (see requirements.yml):
+# COPY --chown=1001:0 requirements.yml ./requirements.yml
+# RUN ansible-galaxy collection install -r requirements.yml
+
+COPY --chown=1001:0 watches.yaml ./watches.yaml
+COPY --chown=1001:0 roles/ ./roles/
+COPY --chown=1001:0 playbooks/ ./playbooks/
+"""
+
+GITIGNORE = """\
+__pycache__/
+.pytest_cache/
+"""
+
+TESTS_CONFTEST = '''\
+"""Shared fixtures of this operator's tests.
+
+None are needed: the ansible-operator package registers a pytest plugin that
+provides `kube_cluster` (the cluster in KUBECONFIG, envtest binaries in
+KUBEBUILDER_ASSETS, or a local control plane it builds), `kube_api` (a
+kubernetes ApiClient for it) and `kube_namespace` (a fresh namespace per test).
+Run the tests with: KUBECONFIG=... python -m pytest tests
+"""
+'''
+
+SERVICE_ACCOUNT = """\
+# The operator's identity in the cluster.
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: ${project}-controller-manager
+  namespace: ${project}-system
+"""
+
+LEADER_ELECTION = """\
+# Leader election: with --leader-elect, one replica works and the others wait
+# on a Lease in the operator's namespace.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: ${project}-leader-election
+  namespace: ${project}-system
+rules:
+  - apiGroups: ["coordination.k8s.io"]
+    resources: ["leases"]
+    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+  - apiGroups: [""]
+    resources: ["events"]
+    verbs: ["create", "patch"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: ${project}-leader-election
+  namespace: ${project}-system
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: ${project}-leader-election
+subjects:
+  - kind: ServiceAccount
+    name: ${project}-controller-manager
+    namespace: ${project}-system
+"""
+
+ROLE_HEADER = """\
+# The operator's ClusterRole: what its roles and playbooks may do.
+# `ansible-operator create api` adds the rules for each new kind (and what the
+# generated role manages) and rewrites this file; add your own rules as needed.
+"""
+
+ROLE_BINDING = """\
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: ${project}-manager-rolebinding
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: ${project}-manager-role
+subjects:
+  - kind: ServiceAccount
+    name: ${project}-controller-manager
+    namespace: ${project}-system
+"""
+
+MANAGER = """\
+# The operator's namespace and Deployment. One replica does the work; more
+# replicas wait on the leader-election Lease and take over when it expires.
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: ${project}-system
+  labels:
+    app.kubernetes.io/name: ${project}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: ${project}-controller-manager
+  namespace: ${project}-system
+  labels:
+    app.kubernetes.io/name: ${project}
+spec:
+  replicas: 1
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: ${project}
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: ${project}
+    spec:
+      serviceAccountName: ${project}-controller-manager
+      securityContext:
+        runAsNonRoot: true
+        seccompProfile:
+          type: RuntimeDefault
+      terminationGracePeriodSeconds: 40  # > --graceful-shutdown-timeout: runs may finish
+      containers:
+        - name: manager
+          image: ${project}:latest
+          args:
+            - --leader-elect
+            - --leader-election-id=${project}
+            - --health-probe-bind-address=:6789
+            - --metrics-bind-address=:8443
+            - --graceful-shutdown-timeout=30s
+          env:
+            - name: WATCH_NAMESPACE
+              value: ""  # all namespaces; a comma list narrows it
+            - name: ANSIBLE_GATHERING
+              value: explicit
+          ports:
+            - name: metrics
+              containerPort: 8443
+            - name: health
+              containerPort: 6789
+          livenessProbe:
+            httpGet:
+              path: /healthz
+              port: health
+            initialDelaySeconds: 15
+            periodSeconds: 20
+          readinessProbe:
+            httpGet:
+              path: /readyz
+              port: health
+            initialDelaySeconds: 5
+            periodSeconds: 10
+          resources:
+            requests:
+              cpu: 100m
+              memory: 256Mi
+            limits:
+              cpu: "1"
+              memory: 1Gi
+          securityContext:
+            allowPrivilegeEscalation: false
+            capabilities:
+              drop: ["ALL"]
+"""
+
+CRD = """\
+# The ${kind} API. Its spec schema is open (any field is kept): describe your
+# fields under spec.properties as the API settles, so the server validates them.
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: ${plural}.${group}
+spec:
+  group: ${group}
+  names:
+    kind: ${kind}
+    listKind: ${kind}List
+    plural: ${plural}
+    singular: ${name}
+  scope: Namespaced
+  versions:
+    - name: ${version}
+      served: true
+      storage: true
+      subresources:
+        status: {}
+      additionalPrinterColumns:
+        - name: Ready
+          type: string
+          jsonPath: .status.conditions[?(@.type=="Successful")].status
+        - name: Reason
+          type: string
+          jsonPath: .status.conditions[?(@.type=="Successful")].reason
+        - name: Age
+          type: date
+          jsonPath: .metadata.creationTimestamp
+      schema:
+        openAPIV3Schema:
+          description: ${kind} is reconciled by the ${project} operator.
+          type: object
+          properties:
+            apiVersion:
+              type: string
+            kind:
+              type: string
+            metadata:
+              type: object
+            spec:
+              description: What the ${kind} should be.
+              type: object
+              x-kubernetes-preserve-unknown-fields: true
+              properties:
+                size:
+                  description: How many entries the ${kind}'s ConfigMap holds.
+                  type: integer
+                  minimum: 0
+                  default: 1
+            status:
+              description: Written by the operator.
+              type: object
+              x-kubernetes-preserve-unknown-fields: true
+              properties:
+                observedGeneration:
+                  description: The generation the last reconcile saw.
+                  type: integer
+                  format: int64
+                conditions:
+                  type: array
+                  x-kubernetes-list-type: map
+                  x-kubernetes-list-map-keys: [type]
+                  items:
+                    type: object
+                    required: [type, status]
+                    properties:
+                      type:
+                        type: string
+                      status:
+                        type: string
+                        enum: ["True", "False", "Unknown"]
+                      reason:
+                        type: string
+                      message:
+                        type: string
+                      lastTransitionTime:
+                        type: string
+                        format: date-time
+                      ansibleResult:
+                        description: Task counts of the last Ansible run.
+                        type: object
+                        x-kubernetes-preserve-unknown-fields: true
+"""
+
+SAMPLE = """\
+apiVersion: ${group}/${version}
+kind: ${kind}
+metadata:
+  name: ${name}-sample
+spec:
+  size: 2
+"""
+
+# The reconcile tasks shared by the role and the playbook (indented by ${indent}).
+TASKS = """\
+- name: Keep a ConfigMap of spec.size entries for the ${kind}
+  # Created through the operator's proxy, so it gets an ownerReference to the
+  # ${kind}: deleted with it, and a change to it runs this again.
+  kubernetes.core.k8s:
+    state: present
+    definition:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: "{{ ansible_operator_meta.name }}-${name}"
+        namespace: "{{ ansible_operator_meta.namespace }}"
+        labels:
+          app.kubernetes.io/name: ${name}
+          app.kubernetes.io/instance: "{{ ansible_operator_meta.name }}"
+      data:
+        size: "{{ size | string }}"
+        entries: "{{ range(1, size | int + 1) | map('string') | join(',') }}"
+
+- name: Report the ConfigMap in the ${kind}'s status
+  # The runtime sets the Running/Successful/Failure conditions itself; a role
+  # adds its own status keys (and conditions) with k8s_status.
+  operator_sdk.util.k8s_status:
+    api_version: ${group}/${version}
+    kind: ${kind}
+    name: "{{ ansible_operator_meta.name }}"
+    namespace: "{{ ansible_operator_meta.namespace }}"
+    status:
+      configMap: "{{ ansible_operator_meta.name }}-${name}"
+      size: "{{ size | int }}"
+"""
+
+ROLE_TASKS_HEADER = """\
+---
+# Reconciles one ${kind} (${group}/${version}). Variables of every run:
+#   size                     spec.size (spec keys are snake_cased)
+#   ansible_operator_meta    {name, namespace} of the ${kind}
+#   _${var_name}    the whole ${kind} object
+"""
+
+ROLE_DEFAULTS = """\
+---
+# Defaults of the ${name} role; spec fields of the ${kind} override them.
+size: 1
+"""
+
+ROLE_META = """\
+---
+galaxy_info:
+  author: ${project}
+  description: Reconciles ${kind} (${group}/${version}) objects.
+  license: Apache-2.0
+  min_ansible_version: "2.15"
+  galaxy_tags: []
+dependencies: []
+collections:
+  - kubernetes.core
+  - operator_sdk.util
+"""
+
+ROLE_README = """\
+# ${name}
+
+Reconciles `${kind}` objects (`${group}/${version}`), run by ansible-operator
+for each created or changed ${kind} (see `watches.yaml`).
+
+## Variables
+
+| Name | Default | From |
+| --- | --- | --- |
+| `size` | `1` | `spec.size`: how many entries the ConfigMap holds |
+
+Every run also gets `ansible_operator_meta` (`name`, `namespace`) and
+`_${var_name}` (the whole object).
+
+## What it does
+
+Keeps a ConfigMap `<name>-${name}` in the object's namespace and writes
+`status.configMap` and `status.size`. The runtime adds the `Running`,
+`Successful` and `Failure` conditions.
+"""
+
+PLAYBOOK_HEADER = """\
+---
+# Reconciles one ${kind} (${group}/${version}). Variables of every run:
+#   size                     spec.size (spec keys are snake_cased)
+#   ansible_operator_meta    {name, namespace} of the ${kind}
+#   _${var_name}    the whole ${kind} object
+- hosts: localhost
+  gather_facts: false
+  collections:
+    - kubernetes.core
+    - operator_sdk.util
+  vars:
+    size: 1
+  tasks:
+"""
+
+TEST = '''\
+"""${kind} (${group}/${version}): `ansible-operator run` over this project,
+against the cluster in KUBECONFIG (or one the ansible-operator plugin starts)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes import client
+
+from ansible_operator.testing.manifests import apply_manifests
+from ansible_operator.testing.operator import OperatorProcess
+from ansible_operator.testing.waiting import wait_for_condition
+
+PROJECT = Path(__file__).resolve().parents[1]
+CRD = PROJECT / "config" / "crd" / "bases" / "${group}_${plural}.yaml"
+SAMPLE = PROJECT / "config" / "samples" / "${short_group}_${version}_${name}.yaml"
+GROUP, VERSION, PLURAL = "${group}", "${version}", "${plural}"
+
+
+@pytest.fixture(scope="module")
+def operator(
+    kube_cluster, kube_api: client.ApiClient, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
+    apply_manifests(kube_api, CRD)
+    process = OperatorProcess(
+        PROJECT / "watches.yaml",
+        kube_cluster.kubeconfig,
+        log_path=tmp_path_factory.mktemp("operator") / "operator.log",
+        cwd=PROJECT,
+    )
+    process.start()
+    yield process
+    process.stop()
+
+
+def test_sample_gets_its_configmap(
+    operator: OperatorProcess, kube_api: client.ApiClient, kube_namespace: str
+) -> None:
+    sample = yaml.safe_load(SAMPLE.read_text())
+    name, size = sample["metadata"]["name"], sample["spec"]["size"]
+    apply_manifests(kube_api, SAMPLE, kube_namespace)
+
+    try:
+        obj = wait_for_condition(
+            kube_api, GROUP, VERSION, PLURAL, kube_namespace, name, "Successful", timeout=180
+        )
+    except AssertionError as error:
+        raise AssertionError(f"{error}\\noperator log:\\n{operator.logs[-4000:]}") from None
+
+    config_map = client.CoreV1Api(kube_api).read_namespaced_config_map(
+        f"{name}-${name}", kube_namespace
+    )
+    assert config_map.data["size"] == str(size)
+    assert config_map.data["entries"] == ",".join(str(i) for i in range(1, size + 1))
+    [owner] = config_map.metadata.owner_references
+    assert (owner.kind, owner.name) == ("${kind}", name)
+    assert obj["status"]["configMap"] == config_map.metadata.name
+    assert obj["status"]["size"] == size
+'''

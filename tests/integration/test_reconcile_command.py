@@ -1,0 +1,126 @@
+"""`ansible-operator reconcile`: one object's reconcile, run by hand, with
+Ansible's own output live and the resulting conditions."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from greetings import GROUP, OPERATOR, VERSION, config_map
+from kubernetes import client
+
+from ansible_operator.cluster import Cluster
+from ansible_operator.testing.waiting import get_custom
+
+pytestmark = pytest.mark.cluster
+
+
+def reconcile(
+    cluster: Cluster, *args: str, obj: dict | None = None, tmp_path: Path
+) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "ansible_operator.cli", "reconcile", *args]
+    if obj is not None:
+        path = tmp_path / "object.yaml"
+        path.write_text(yaml.safe_dump(obj))
+        command += ["-f", str(path)]
+    return subprocess.run(
+        command,
+        cwd=OPERATOR,
+        env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def greeting(name: str, **spec: str) -> dict:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Greeting",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def test_reconcile_a_file_shows_tasks_live_and_the_conditions(
+    kube_cluster: Cluster,
+    test_crds: None,
+    kube_api: client.ApiClient,
+    kube_namespace: str,
+    tmp_path: Path,
+) -> None:
+    result = reconcile(
+        kube_cluster,
+        "-n",
+        kube_namespace,
+        obj=greeting("by-hand", greetingMessage="hi"),
+        tmp_path=tmp_path,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "TASK [greeting : Write the greeting ConfigMap]" in result.stdout
+    assert "PLAY RECAP" in result.stdout
+    assert "Successful     True" in result.stdout
+    assert "reconcile of Greeting by-hand succeeded" in result.stdout
+    assert config_map(kube_api, kube_namespace, "by-hand-greeting")["message"] == "hi!"
+
+
+def test_a_failing_reconcile_exits_non_zero_with_the_task_message(
+    kube_cluster: Cluster, test_crds: None, kube_namespace: str, tmp_path: Path
+) -> None:
+    result = reconcile(
+        kube_cluster,
+        "-n",
+        kube_namespace,
+        obj=greeting("sad", failWith="disk full"),
+        tmp_path=tmp_path,
+    )
+    assert result.returncode == 1
+    assert "FAILED: disk full" in result.stdout
+    assert "Failure        True" in result.stdout
+
+
+def test_check_mode_writes_nothing(
+    kube_cluster: Cluster,
+    test_crds: None,
+    kube_api: client.ApiClient,
+    kube_namespace: str,
+    tmp_path: Path,
+) -> None:
+    result = reconcile(
+        kube_cluster,
+        "--check",
+        "-n",
+        kube_namespace,
+        obj=greeting("dry", greetingMessage="x"),
+        tmp_path=tmp_path,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "check mode: nothing was written" in result.stdout
+    assert config_map(kube_api, kube_namespace, "dry-greeting") is None
+    assert get_custom(kube_api, GROUP, VERSION, "greetings", kube_namespace, "dry") is None
+
+
+def test_reconcile_an_object_already_in_the_cluster_by_kind_and_name(
+    kube_cluster: Cluster,
+    test_crds: None,
+    kube_api: client.ApiClient,
+    kube_namespace: str,
+    tmp_path: Path,
+) -> None:
+    client.CustomObjectsApi(kube_api).create_namespaced_custom_object(
+        GROUP, VERSION, kube_namespace, "greetings", greeting("there", greetingMessage="yo")
+    )
+    result = reconcile(kube_cluster, "Greeting/there", "-n", kube_namespace, tmp_path=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert config_map(kube_api, kube_namespace, "there-greeting")["message"] == "yo!"
+
+
+def test_unknown_kind_is_a_clear_error(kube_cluster: Cluster, tmp_path: Path) -> None:
+    result = reconcile(kube_cluster, "Widget/x", tmp_path=tmp_path)
+    assert result.returncode == 2
+    assert "Widget" in result.stderr and "Greeting" in result.stderr
