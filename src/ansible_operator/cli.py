@@ -143,7 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_scaffold_commands(commands)
 
     demo_parser = commands.add_parser(
-        "demo", help="start the local control plane (or use KUBECONFIG) and show it working"
+        "demo",
+        help="run the sample operators on the local control plane (or KUBECONFIG) "
+        "and show samples reach their final state",
     )
     demo_parser.add_argument(
         "--keep", action="store_true", help="leave the local control plane running afterwards"

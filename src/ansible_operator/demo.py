@@ -1,46 +1,206 @@
 """`ansible-operator demo`: the README's first command.
 
-Today it brings up the local control plane (or uses the cluster in
-KUBECONFIG) and shows it serving: version, namespaces, and a garbage-collected
-dependent. Later it runs the sample operators on it.
+Brings up the local control plane (or uses the cluster in KUBECONFIG), installs
+the sample operators' CRDs, runs `ansible-operator run` over this repository's
+watches.yaml, and walks two samples to their final state while you watch:
+
+- a Memcached reaches `Successful` with its Deployment sized by `spec.size`;
+- a HarborCluster creates its database, cache and storage, waits for them,
+  then creates Harbor and becomes `healthy`. No PostgreSQL, Redis or MinIO
+  operator runs here, so the demo plays their part: it marks each dependency
+  ready on its status, as their operators would.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 from kubernetes import client, config
 
-from ansible_operator.cluster import LocalControlPlane, default_state_dir, provide
+from ansible_operator.cluster import LocalControlPlane, default_state_dir, local_binaries, provide
+from ansible_operator.testing.manifests import apply_manifests, documents
+from ansible_operator.testing.operator import OperatorProcess
+
+# (group, version, plural, name suffix, status its operator writes when ready)
+HARBOR_DEPENDENCIES = (
+    ("acid.zalan.do", "v1", "postgresqls", "database", {"PostgresClusterStatus": "Running"}),
+    (
+        "databases.spotahome.com",
+        "v1",
+        "redisfailovers",
+        "cache",
+        {"conditions": [{"type": "Ready", "status": "True", "reason": "Available"}]},
+    ),
+    ("minio.min.io", "v2", "tenants", "storage", {"currentState": "Initialized"}),
+    (
+        "goharbor.io",
+        "v1beta1",
+        "harbors",
+        "",
+        {"conditions": [{"type": "Ready", "status": "True", "reason": "Ready", "message": "up"}]},
+    ),
+)
 
 
-def _show(api: client.ApiClient) -> None:
-    version = client.VersionApi(api).get_code()
-    print(f"kube-apiserver {version.git_version} is ready")
-    names = [ns.metadata.name for ns in client.CoreV1Api(api).list_namespace().items]
-    print(f"namespaces: {', '.join(names)}")
+def _say(message: str) -> None:
+    print(message, flush=True)
+
+
+def _project_root() -> Path:
+    for candidate in (Path.cwd(), *Path.cwd().parents):
+        if (candidate / "watches.yaml").exists() and (candidate / "config" / "samples").exists():
+            return candidate
+    raise SystemExit(
+        "ansible-operator demo: run it from the ansible-operator repository "
+        "(it needs watches.yaml, roles/ and config/)"
+    )
+
+
+def _until(check: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = check()
+        if result:
+            return result
+        time.sleep(0.5)
+    raise SystemExit(f"ansible-operator demo: {what} did not happen within {timeout:.0f}s")
+
+
+def _condition(obj: dict[str, Any] | None, kind: str) -> str:
+    for condition in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if condition.get("type") == kind:
+            return str(condition.get("status"))
+    return "-"
+
+
+def _get(
+    api: client.ApiClient, group: str, version: str, plural: str, namespace: str, name: str
+) -> dict[str, Any] | None:
+    try:
+        return client.CustomObjectsApi(api).get_namespaced_custom_object(
+            group, version, namespace, plural, name
+        )
+    except client.ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+
+
+def _memcached(api: client.ApiClient, root: Path, namespace: str) -> None:
+    sample = root / "config" / "samples" / "cache_v1alpha1_memcached.yaml"
+    obj = documents(sample)[0]
+    name = obj["metadata"]["name"]
+    _say(f"\n== Memcached {namespace}/{name} (spec.size={obj['spec'].get('size', 1)})")
+    apply_manifests(api, sample, namespace)
+    done = _until(
+        lambda: (
+            (o := _get(api, "cache.example.com", "v1alpha1", "memcacheds", namespace, name))
+            and _condition(o, "Successful") == "True"
+            and o
+        ),
+        180,
+        "Memcached Successful",
+    )
+    deployment = client.AppsV1Api(api).read_namespaced_deployment(name, namespace)
+    owner = deployment.metadata.owner_references[0]
+    _say(
+        f"   Successful=True; Deployment {name}: replicas={deployment.spec.replicas}, "
+        f"owned by {owner.kind}/{owner.name} (controller={owner.controller}); "
+        f"ansibleResult={_ansible_result(done)}"
+    )
+
+
+def _ansible_result(obj: dict[str, Any]) -> dict[str, Any]:
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Successful":
+            return condition.get("ansibleResult") or {}
+    return {}
+
+
+def _harbor(api: client.ApiClient, root: Path, namespace: str) -> None:
+    sample = root / "config" / "samples" / "goharbor_v1beta1_harborcluster.yaml"
+    name = documents(sample)[0]["metadata"]["name"]
+    _say(f"\n== HarborCluster {namespace}/{name}")
+    apply_manifests(api, sample, namespace)
+    custom = client.CustomObjectsApi(api)
+    shown = ""
+    started = time.monotonic()
+    ready: set[str] = set()
+    while time.monotonic() - started < 300:
+        obj = _get(api, "goharbor.io", "v1beta1", "harborclusters", namespace, name)
+        status = (obj or {}).get("status") or {}
+        line = (
+            f"   status={status.get('status', '-'):<9} "
+            + " ".join(
+                f"{kind}={_condition(obj, kind)}"
+                for kind in ("DatabaseReady", "CacheReady", "StorageReady", "ServiceReady")
+            )
+            + f" ConfigurationReady={_condition(obj, 'ConfigurationReady')}"
+        )
+        if line != shown:
+            _say(f"{time.monotonic() - started:5.1f}s{line}")
+            shown = line
+        if status.get("status") == "healthy":
+            return
+        for group, version, plural, suffix, ready_status in HARBOR_DEPENDENCIES:
+            dependent = f"{name}-{suffix}" if suffix else name
+            if plural in ready or _get(api, group, version, plural, namespace, dependent) is None:
+                continue
+            _say(f"         (as its operator would: {plural}/{dependent} is ready)")
+            custom.patch_namespaced_custom_object_status(
+                group, version, namespace, plural, dependent, {"status": ready_status}
+            )
+            ready.add(plural)
+        time.sleep(0.5)
+    raise SystemExit("ansible-operator demo: the HarborCluster did not become healthy in 300s")
+
+
+@contextlib.contextmanager
+def _cluster(keep: bool) -> Iterator[Path]:
+    if not keep:
+        with provide(progress=lambda m: print(m, file=sys.stderr)) as cluster:
+            _say(f"cluster ({cluster.source}) ready; kubeconfig {cluster.kubeconfig}")
+            yield cluster.kubeconfig
+        return
+    plane = LocalControlPlane(default_state_dir(), None)
+    if not (plane.state and plane.ready()):
+        plane = LocalControlPlane(default_state_dir(), local_binaries())
+        plane.start(detached=True, progress=lambda m: print(m, file=sys.stderr))
+    yield plane.kubeconfig
+    _say(f"export KUBECONFIG={plane.kubeconfig}   # 'ansible-operator cluster down' stops it")
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    if args.keep:
-        plane = LocalControlPlane(default_state_dir(), None)
-        if not (plane.state and plane.ready()):
-            from ansible_operator.cluster import local_binaries
-
-            plane = LocalControlPlane(default_state_dir(), local_binaries())
-            plane.start(detached=True, progress=lambda m: print(m, file=sys.stderr))
-        with config.new_client_from_config(str(plane.kubeconfig)) as api:
-            _show(api)
-        print(f"export KUBECONFIG={plane.kubeconfig}   # 'ansible-operator cluster down' stops it")
-        return 0
-    started = time.monotonic()
-    with provide(progress=lambda m: print(m, file=sys.stderr)) as cluster:
-        print(
-            f"cluster ({cluster.source}) ready in {time.monotonic() - started:.1f}s; "
-            f"kubeconfig {cluster.kubeconfig}"
+    root = _project_root()
+    with _cluster(args.keep) as kubeconfig, config.new_client_from_config(str(kubeconfig)) as api:
+        version = client.VersionApi(api).get_code().git_version
+        _say(f"kube-apiserver {version}: installing the samples' CRDs")
+        for crd in sorted((root / "config" / "crd" / "bases").glob("*.yaml")):
+            apply_manifests(api, crd)
+        log_path = Path(f"/tmp/ansible-operator-demo-{uuid.uuid4().hex[:6]}.log")
+        _say(f"starting `ansible-operator run` over {root / 'watches.yaml'} (log: {log_path})")
+        operator = OperatorProcess(root / "watches.yaml", kubeconfig, log_path=log_path, cwd=root)
+        operator.start()
+        namespace = f"demo-{uuid.uuid4().hex[:5]}"
+        client.CoreV1Api(api).create_namespace(
+            client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace))
         )
-        with config.new_client_from_config(str(cluster.kubeconfig)) as api:
-            _show(api)
+        try:
+            _memcached(api, root, namespace)
+            _harbor(api, root, namespace)
+            _say("\nHarborCluster is healthy: the sample operators work end to end.")
+        finally:
+            operator.stop()
+            if args.keep:
+                _say(f"objects left in namespace {namespace}; operator log {log_path}")
+            else:
+                with contextlib.suppress(client.ApiException):
+                    client.CoreV1Api(api).delete_namespace(namespace)
     return 0

@@ -14,6 +14,7 @@ from ansible_operator.testing.manifests import apply_manifests, documents
 pytestmark = pytest.mark.cluster
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
+FOLDERS = ("rbac", "manager", "samples")
 NAMESPACE = "ansible-operator-system"
 
 
@@ -22,11 +23,19 @@ def test_manifests_apply_to_the_control_plane(kube_api: client.ApiClient) -> Non
     for path in crds:
         apply_manifests(kube_api, path)
     core = client.CoreV1Api(kube_api)
-    # A dry run creates nothing, so the namespaced objects need their namespace for real.
-    if NAMESPACE not in {ns.metadata.name for ns in core.list_namespace().items}:
-        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE)))
+    # A dry run creates nothing, so the namespaced objects need their namespaces for real.
+    wanted = {
+        doc["metadata"]["namespace"]
+        for folder in FOLDERS
+        for path in (CONFIG / folder).glob("*.yaml")
+        for doc in documents(path)
+        if doc.get("kind") != "Namespace" and doc["metadata"].get("namespace")
+    }
+    existing = {ns.metadata.name for ns in core.list_namespace().items}
+    for name in sorted(wanted - existing):
+        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
     checked: list[str] = []
-    for folder in ("rbac", "manager", "samples"):
+    for folder in FOLDERS:
         for path in sorted((CONFIG / folder).glob("*.yaml")):
             for applied in apply_manifests(kube_api, path, dry_run=True):
                 checked.append(f"{applied['kind']}/{applied['metadata']['name']}")
@@ -34,7 +43,7 @@ def test_manifests_apply_to_the_control_plane(kube_api: client.ApiClient) -> Non
     assert {"Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"} <= kinds
     expected = sum(
         len(documents(p))
-        for f in ("rbac", "manager", "samples")
+        for f in FOLDERS
         for p in (CONFIG / f).glob("*.yaml")
     )
     assert len(checked) == expected

@@ -30,14 +30,12 @@ import tempfile
 import threading
 from pathlib import Path
 
-# What kubernetes.core and our operator_sdk.util modules import; whatever is
-# missing is simply imported by the module itself, as usual. Not
-# `ansible_collections`: the module's payload brings it as a regular package,
-# which would not join a namespace package imported here first.
+# The heavy third-party libraries kubernetes.core and our operator_sdk.util
+# modules import; anything else the module imports itself, as usual. Not
+# `ansible` or `ansible_collections`: the module's payload brings them as
+# packages whose contents differ per module (`ansible.legacy.<role library
+# module>`, collections), and a package imported here first would hide them.
 WARM_IMPORTS = (
-    "ansible.module_utils.basic",
-    "ansible.module_utils._internal._ansiballz._loader",
-    "ansible.module_utils.urls",
     "kubernetes.client",
     "kubernetes.config",
     "kubernetes.dynamic",
@@ -99,7 +97,7 @@ def _run_child(conn: socket.socket) -> None:
     reporter = os.getpid()
     # A module may fork and outlive its run (async_wrapper does): only this
     # process reports the run's exit code to the shim.
-    os.register_at_fork(after_in_child=conn.detach)
+    os.register_at_fork(after_in_child=lambda: os.close(conn.detach()))
     try:
         request, fds = _receive(conn)
         for target, fd in enumerate(fds[:3]):
