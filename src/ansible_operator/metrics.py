@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import aiohttp
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -70,7 +71,32 @@ class Metrics:
         self.runs_in_flight = Gauge(
             "ansible_operator_runs_in_flight", "Ansible runs in progress", ["GVK"], registry=r
         )
+        self.api_requests = Counter(
+            "ansible_operator_api_requests",
+            "Requests sent to the API server: by the operator itself, or by runs through the proxy",
+            ["source", "method"],
+            registry=r,
+        )
+        self.proxy_cache_hits = Counter(
+            "ansible_operator_proxy_cache_hits",
+            "Reads of runs answered from the operator's cache instead of the API server",
+            registry=r,
+        )
         self._user: dict[str, MetricWrapperBase] = {}
+
+    def request_counter(self, source: str) -> aiohttp.TraceConfig:
+        """Counts every request of the aiohttp session it is given to."""
+
+        async def started(
+            _session: aiohttp.ClientSession,
+            _context: object,
+            params: aiohttp.TraceRequestStartParams,
+        ) -> None:
+            self.api_requests.labels(source, params.method).inc()
+
+        trace = aiohttp.TraceConfig()
+        trace.on_request_start.append(started)
+        return trace
 
     def user_metric(self, payload: dict[str, Any]) -> None:
         """Apply one osdk_metric call. Raises ValueError on a bad payload."""

@@ -41,11 +41,7 @@ def test_manifests_apply_to_the_control_plane(kube_api: client.ApiClient) -> Non
                 checked.append(f"{applied['kind']}/{applied['metadata']['name']}")
     kinds = {entry.split("/")[0] for entry in checked}
     assert {"Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"} <= kinds
-    expected = sum(
-        len(documents(p))
-        for f in FOLDERS
-        for p in (CONFIG / f).glob("*.yaml")
-    )
+    expected = sum(len(documents(p)) for f in FOLDERS for p in (CONFIG / f).glob("*.yaml"))
     assert len(checked) == expected
     deployment = client.AppsV1Api(kube_api).list_namespaced_deployment(NAMESPACE).items
     assert deployment == [], "a dry run stores nothing"

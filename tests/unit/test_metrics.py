@@ -40,3 +40,29 @@ def test_a_metric_keeps_its_type() -> None:
     metrics.user_metric({"name": "m", "type": "gauge", "operation": "set", "value": 1})
     with pytest.raises(ValueError, match="is a gauge"):
         metrics.user_metric({"name": "m", "type": "counter", "operation": "increment"})
+
+
+async def test_requests_of_a_session_are_counted_by_source_and_method() -> None:
+    from aiohttp import ClientSession, web
+
+    async def ok(_request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    app = web.Application()
+    app.router.add_route("*", "/", ok)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    metrics = Metrics()
+    try:
+        async with ClientSession(trace_configs=[metrics.request_counter("proxy")]) as session:
+            for method in ("GET", "GET", "POST"):
+                async with session.request(method, f"http://127.0.0.1:{port}/") as response:
+                    await response.read()
+    finally:
+        await runner.cleanup()
+    text = metrics.exposition().decode()
+    assert 'ansible_operator_api_requests_total{method="GET",source="proxy"} 2.0' in text
+    assert 'ansible_operator_api_requests_total{method="POST",source="proxy"} 1.0' in text

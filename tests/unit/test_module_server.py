@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -122,3 +123,36 @@ def test_a_forked_child_does_not_speak_for_the_module(shim: Path, tmp_path: Path
     )
     assert result.returncode == 0
     assert result.stdout.strip() == "parent done"
+
+
+PAYLOAD_MAIN = """
+import sys, zipfile
+payload = sys.argv[1]
+sys.path.insert(0, payload)  # as the AnsiballZ wrapper does with its payload
+import ansible.module_utils.basic as basic
+print("installed", basic.__file__.startswith(sys.prefix))
+from ansible.legacy import role_module  # a role's library module: only in the payload
+print(role_module.GREETING)
+role_module.fail()
+"""
+
+
+def test_a_role_library_module_is_found_in_its_payload(shim: Path, tmp_path: Path) -> None:
+    payload = tmp_path / "ansible_role_module_payload.zip"
+    with zipfile.ZipFile(payload, "w") as archive:
+        archive.writestr("ansible/__init__.py", "")
+        archive.writestr(
+            "ansible/legacy/role_module.py",
+            'GREETING = "from the payload"\ndef fail():\n    raise SystemExit(5)\n',
+        )
+    script = tmp_path / "main.py"
+    script.write_text(PAYLOAD_MAIN)
+    result = subprocess.run(
+        [str(shim), str(script), str(payload)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.stdout.splitlines() == ["installed True", "from the payload"], result.stderr
+    assert result.returncode == 5

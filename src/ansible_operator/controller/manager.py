@@ -10,7 +10,6 @@ import contextlib
 import logging
 import shutil
 import signal
-import sys
 import tempfile
 from pathlib import Path
 
@@ -25,8 +24,8 @@ from ansible_operator.kube.client import ApiClient
 from ansible_operator.kube.discovery import RestMapper, UnknownResource
 from ansible_operator.metrics import Metrics
 from ansible_operator.proxy.server import ApiProxy
-from ansible_operator.runner.module_server import write_shim
 from ansible_operator.runner.receiver import EventReceiver
+from ansible_operator.runner.warm import WarmProcesses, ansible_environment, start_warm_processes
 from ansible_operator.watches import Watch
 
 log = logging.getLogger("ansible_operator.manager")
@@ -56,7 +55,7 @@ class Manager:
         self._sites: list[web.AppRunner] = []
         self.bound: dict[str, tuple[str, int]] = {}
         self._background: set[asyncio.Task[None]] = set()
-        self._module_server: asyncio.subprocess.Process | None = None
+        self._warm: WarmProcesses | None = None
 
     # ----- servers -----------------------------------------------------------
     async def _serve(self, name: str, address: str, app: web.Application) -> None:
@@ -128,7 +127,9 @@ class Manager:
         receiver = EventReceiver(scratch / "events.sock", on_metric=self.metrics.user_metric)
         elector: LeaderElector | None = None
         try:
-            async with ApiClient(config) as api:
+            async with ApiClient(
+                config, trace_configs=[self.metrics.request_counter("operator")]
+            ) as api:
                 await self._serve(
                     "health", self.options.health_probe_bind_address, self._health_app()
                 )
@@ -151,7 +152,7 @@ class Manager:
                         return 0
                     acquiring.result()
                 await receiver.start()
-                interpreter = await self._start_module_server(scratch)
+                self._warm = await self._start_warm_processes(scratch)
                 self.mapper = RestMapper(api)
                 self.hub = InformerHub(api, self.options.watch_namespaces)
                 self.proxy = ApiProxy(
@@ -161,6 +162,8 @@ class Manager:
                     on_write=self.hub.ensure_dependent_watch,
                     inject_owner_ref=self.options.inject_owner_ref,
                     port=self.options.proxy_port,
+                    trace_configs=[self.metrics.request_counter("proxy")],
+                    on_cache_hit=self.metrics.proxy_cache_hits.inc,
                 )
                 await self.proxy.start()
                 shared = Shared(
@@ -171,7 +174,8 @@ class Manager:
                     access=self.proxy,
                     run_slots=asyncio.Semaphore(self._global_cap()),
                     runner_root=runner_root,
-                    interpreter=interpreter,
+                    interpreter=self._warm.interpreter if self._warm else None,
+                    warm_runner=self._warm.run_socket if self._warm else None,
                 )
                 await self._start_controllers(api, shared)
                 self.ready = True
@@ -193,33 +197,22 @@ class Manager:
                 await receiver.stop()
                 return 1 if lost else 0
         finally:
-            if self._module_server is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    self._module_server.kill()
-                await self._module_server.wait()
+            if self._warm is not None:
+                await self._warm.stop()
             for runner in self._sites:
                 await runner.cleanup()
             shutil.rmtree(scratch, ignore_errors=True)
 
-    async def _start_module_server(self, scratch: Path) -> Path | None:
-        """Warm runner mode: the interpreter Ansible modules run in (a shim to it)."""
+    async def _start_warm_processes(self, scratch: Path) -> WarmProcesses | None:
+        """Warm runner mode: the processes runs and their modules fork from."""
         if self.options.runner_mode != "warm":
             return None
-        socket_path = scratch / "modules.sock"
-        self._module_server = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-P",  # the operator's working directory is not an import path
-            "-m",
-            "ansible_operator.runner.module_server",
-            str(socket_path),
-            stdout=asyncio.subprocess.PIPE,
+        run_env = ansible_environment(
+            roles_path=self.options.ansible_roles_path,
+            collections_path=self.options.ansible_collections_path,
+            pipelining=True,
         )
-        assert self._module_server.stdout is not None
-        ready = await asyncio.wait_for(self._module_server.stdout.readline(), 60)
-        if ready.strip() != b"ready":
-            raise RuntimeError("the warm module interpreter did not start")
-        log.info("warm module interpreter ready pid=%s", self._module_server.pid)
-        return write_shim(scratch / "python", socket_path)
+        return await start_warm_processes(scratch, run_env)
 
     def _global_cap(self) -> int:
         if self.options.max_concurrent_runs:

@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import copy
 import logging
-import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -20,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from ansible_operator import params
-from ansible_operator.collections import COLLECTIONS_PATH
 from ansible_operator.controller import conditions
 from ansible_operator.controller.annotations import AnnotationError, object_settings
 from ansible_operator.controller.events import record_event
@@ -40,6 +38,7 @@ from ansible_operator.runner.events import RunSummary
 from ansible_operator.runner.process import RunResult, RunSpec, execute
 from ansible_operator.runner.receiver import EventReceiver
 from ansible_operator.runner.tasklog import TaskLogger
+from ansible_operator.runner.warm import ansible_environment
 from ansible_operator.watches import Watch
 
 log = logging.getLogger("ansible_operator.controller")
@@ -64,6 +63,7 @@ class Shared:
     runner_root: Path
     live_output: Callable[[str], None] | None = None  # `reconcile`: Ansible's own output
     interpreter: Path | None = None  # warm runner mode: the module interpreter shim
+    warm_runner: Path | None = None  # warm runner mode: the socket runs are forked through
 
 
 @dataclass
@@ -359,7 +359,7 @@ class WatchController:
                 in_flight.inc()
                 try:
                     log.info("run started %s run=%s", fields(obj), spec.ident)
-                    result = await execute(spec, summary)
+                    result = await execute(spec, summary, warm_runner=self.shared.warm_runner)
                 finally:
                     in_flight.dec()
         finally:
@@ -387,26 +387,15 @@ class WatchController:
 
     def _run_env(self, token: str) -> dict[str, str]:
         options = self.shared.options
-        collections = [str(COLLECTIONS_PATH)]
-        if options.ansible_collections_path:
-            collections.append(options.ansible_collections_path)
-        existing = os.environ.get("ANSIBLE_COLLECTIONS_PATH") or os.environ.get(
-            "ANSIBLE_COLLECTIONS_PATHS"
-        )
-        if existing:
-            collections.append(existing)
-        env = {
+        return {
             SOCKET_ENV: str(self.shared.receiver.socket_path),
             TOKEN_ENV: token,
-            "ANSIBLE_COLLECTIONS_PATH": os.pathsep.join(collections),
+            **ansible_environment(
+                roles_path=options.ansible_roles_path,
+                collections_path=options.ansible_collections_path,
+                pipelining=self.shared.interpreter is not None,
+            ),
         }
-        if options.ansible_roles_path:
-            env["ANSIBLE_ROLES_PATH"] = options.ansible_roles_path
-        if self.shared.interpreter is not None and "ANSIBLE_PIPELINING" not in os.environ:
-            # Modules go to the warm interpreter on stdin: no temporary file
-            # copied, made executable and removed for every task.
-            env["ANSIBLE_PIPELINING"] = "True"
-        return env
 
     # ----- reporting ---------------------------------------------------------
     async def _report(

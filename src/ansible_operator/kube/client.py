@@ -59,9 +59,16 @@ def _error_from(status: int, text: str) -> ApiError:
 
 
 class ApiClient:
-    def __init__(self, config: KubeConfig, *, timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        config: KubeConfig,
+        *,
+        timeout: float = 60.0,
+        trace_configs: list[aiohttp.TraceConfig] | None = None,
+    ) -> None:
         self.config = config
         self.timeout = timeout
+        self.trace_configs = trace_configs  # e.g. counting requests (metrics)
         self._session: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> ApiClient:
@@ -83,6 +90,7 @@ class ApiClient:
                 connector=aiohttp.TCPConnector(ssl=self.config.ssl, limit=100),
                 headers={"User-Agent": f"ansible-operator/{__version__}"},
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+                trace_configs=self.trace_configs,
             )
 
     async def close(self) -> None:

@@ -94,6 +94,8 @@ class ApiProxy:
         on_write: WriteListener | None = None,
         inject_owner_ref: bool = True,
         port: int = 8888,
+        trace_configs: list[aiohttp.TraceConfig] | None = None,
+        on_cache_hit: Callable[[], None] | None = None,
     ) -> None:
         self.config = config
         self.mapper = mapper
@@ -101,6 +103,8 @@ class ApiProxy:
         self.on_write = on_write
         self.inject_owner_ref = inject_owner_ref
         self.port = port
+        self.trace_configs = trace_configs
+        self.on_cache_hit = on_cache_hit
         self._grants: dict[str, Grant] = {}
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -131,6 +135,7 @@ class ApiProxy:
             connector=aiohttp.TCPConnector(ssl=self.config.ssl, limit=64),
             auto_decompress=False,
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+            trace_configs=self.trace_configs,
         )
         app = web.Application(client_max_size=64 * 2**20)
         app.router.add_route("*", "/{tail:.*}", self._handle)
@@ -238,6 +243,8 @@ class ApiProxy:
                 ],
             }
         self.stats["cache_hits"] += 1
+        if self.on_cache_hit is not None:
+            self.on_cache_hit()
         return web.json_response(body, headers={"X-Cache": "HIT"})
 
     # ----- ownership ------------------------------------------------------------

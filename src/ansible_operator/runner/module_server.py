@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import array
 import contextlib
+import ctypes
 import importlib
+import importlib.abc
+import importlib.machinery
 import json
 import os
 import runpy
@@ -28,14 +31,27 @@ import socket
 import sys
 import tempfile
 import threading
+import zipfile
+import zipimport
 from pathlib import Path
 
-# The heavy third-party libraries kubernetes.core and our operator_sdk.util
-# modules import; anything else the module imports itself, as usual. Not
-# `ansible` or `ansible_collections`: the module's payload brings them as
-# packages whose contents differ per module (`ansible.legacy.<role library
-# module>`, collections), and a package imported here first would hide them.
+from ansible_operator.runner.bytecode import CompiledSources, collection_roots
+
+# Imported once, here. Ansible's own module_utils come from the installation
+# the operator's ansible-playbook runs from, so they are the very code each
+# module's payload carries: the payload's copy would only be compiled again
+# (zipimport caches no bytecode), ~0.2 s per task. What the installation lacks
+# (a role's library module, `ansible.legacy.<name>`) is found in the payload
+# (`PayloadFinder`). Not `ansible_collections`: a collection's code may come
+# from a collections path that differs from this interpreter's, so it always
+# comes from the payload.
 WARM_IMPORTS = (
+    "ansible.module_utils.basic",
+    "ansible.module_utils._internal._ansiballz._loader",
+    "ansible.module_utils.common.dict_transformations",
+    "ansible.module_utils.common.text.converters",
+    "ansible.module_utils.six",
+    "ansible.module_utils.urls",
     "kubernetes.client",
     "kubernetes.config",
     "kubernetes.dynamic",
@@ -44,6 +60,8 @@ WARM_IMPORTS = (
     "jsonpatch",
 )
 MAX_HEADER = 1 << 20
+_compiled = CompiledSources()
+_PR_SET_PDEATHSIG = 1
 SHIM = """#!{python} -IS
 # ansible-operator's module interpreter shim (warm runner mode): hands this
 # module run to the warm interpreter at {socket}; without it, runs Python itself.
@@ -70,6 +88,40 @@ def write_shim(path: Path, socket_path: Path) -> Path:
     return path
 
 
+class PayloadFinder(importlib.abc.MetaPathFinder):
+    """Last on sys.meta_path: an `ansible.*` module the preloaded installation
+    does not have is looked up in the module's payload (a zip on sys.path)."""
+
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if not fullname.startswith("ansible."):
+            return None
+        # A zipimporter finds the last name part under its own prefix.
+        package = fullname.rpartition(".")[0].replace(".", "/")
+        for entry in sys.path:
+            if entry.endswith(".zip"):
+                with contextlib.suppress(OSError, zipimport.ZipImportError):
+                    spec = zipimport.zipimporter(f"{entry}/{package}").find_spec(fullname)
+                    if spec is None:
+                        spec = _namespace_in_zip(entry, fullname)
+                    if spec is not None:
+                        return spec
+        return None
+
+
+def _namespace_in_zip(archive: str, fullname: str) -> importlib.machinery.ModuleSpec | None:
+    """A package directory without __init__.py (and without a directory entry
+    of its own in the zip): a namespace package."""
+    prefix = fullname.replace(".", "/") + "/"
+    with zipfile.ZipFile(archive) as payload:
+        if not any(name.startswith(prefix) for name in payload.namelist()):
+            return None
+    spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)
+    spec.submodule_search_locations = [f"{archive}/{prefix.rstrip('/')}"]
+    return spec
+
+
 def _receive(conn: socket.socket) -> tuple[dict[str, object], list[int]]:
     fds = array.array("i")
     data, ancillary, _flags, _address = conn.recvmsg(1, socket.CMSG_SPACE(3 * fds.itemsize))
@@ -86,9 +138,12 @@ def _receive(conn: socket.socket) -> tuple[dict[str, object], list[int]]:
 
 
 def _exit_when_shim_goes(conn: socket.socket) -> None:
-    """The run was killed (timeout, shutdown): its module goes with it."""
+    """The run was killed (timeout, shutdown): its module goes with it, and
+    so do the commands the module started (its process group)."""
     with contextlib.suppress(OSError):
         conn.recv(1)
+    with contextlib.suppress(OSError):
+        os.killpg(os.getpid(), signal.SIGKILL)
     os._exit(137)
 
 
@@ -100,6 +155,7 @@ def _run_child(conn: socket.socket) -> None:
     os.register_at_fork(after_in_child=lambda: os.close(conn.detach()))
     try:
         request, fds = _receive(conn)
+        os.setpgid(0, 0)  # this module run and what it starts: one group to kill
         for target, fd in enumerate(fds[:3]):
             os.dup2(fd, target)
             os.close(fd)
@@ -114,6 +170,8 @@ def _run_child(conn: socket.socket) -> None:
         os.chdir(str(request["cwd"]))
         argv = [str(arg) for arg in request["argv"]]  # type: ignore[union-attr]
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        sys.meta_path.append(PayloadFinder())
+        _compiled.install()
         try:
             if argv and not argv[0].startswith("-"):
                 sys.argv = argv
@@ -140,6 +198,12 @@ def _run_child(conn: socket.socket) -> None:
         os._exit(0)
 
 
+def die_with_parent() -> None:
+    """The operator may be killed with SIGKILL: this helper goes with it."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def _reap(_signum: int, _frame: object) -> None:
     with contextlib.suppress(ChildProcessError):
         while os.waitpid(-1, os.WNOHANG)[0] > 0:
@@ -147,9 +211,11 @@ def _reap(_signum: int, _frame: object) -> None:
 
 
 def serve(socket_path: Path) -> None:
+    die_with_parent()
     for name in WARM_IMPORTS:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+    _compiled.precompile(collection_roots(dict(os.environ)))
     # Reap finished children as they end, so their CPU time is accounted to
     # this process (and through it to the operator), as a run's processes are.
     signal.signal(signal.SIGCHLD, _reap)

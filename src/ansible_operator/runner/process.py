@@ -12,18 +12,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import logging
 import os
 import signal
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from ansible_operator.durations import format_duration
+from ansible_operator.runner import proctree
 from ansible_operator.runner.events import RunSummary
 from ansible_operator.runner.rundir import RunDir
 
@@ -102,6 +104,8 @@ class RunResult:
         """Why the run failed, for the Failure condition and the Event."""
         if self.succeeded:
             return ""
+        if self.status == "timeout":  # whatever the killed tasks reported, this is why
+            return self.reason
         if self.summary.stats is not None and self.summary.failure_message:
             return self.summary.failure_message
         return self.reason or f"ansible-runner ended with status {self.status}"
@@ -118,33 +122,18 @@ def _error_lines(stdout: Path, limit: int = 8) -> str:
     return "\n".join(chosen)
 
 
-async def _kill_group(process: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        await asyncio.wait_for(process.wait(), KILL_GRACE_SECONDS)
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        await process.wait()
-    # ansible-runner may be gone while its children linger in the group.
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
+@dataclass
+class StartedRun:
+    """A run's process tree, however it was started: its leader leads the
+    run's process group."""
+
+    pid: int
+    wait: Callable[[], Awaitable[int | None]]  # the exit code; None if unknown
+    close: Callable[[], None] = lambda: None
+    errors: list[str] = field(default_factory=list)
 
 
-async def execute(
-    spec: RunSpec,
-    summary: RunSummary,
-    *,
-    on_started: Callable[[int], None] | None = None,
-) -> RunResult:
-    """Run and wait. `summary` is fed by the event receiver meanwhile."""
-    started = time.monotonic()
-    env = dict(os.environ)
-    env.update(spec.env)
-    # ansible-runner execs ansible-playbook by name: it must be the one installed
-    # beside our interpreter, even when the operator's venv is not on PATH.
-    env["PATH"] = os.pathsep.join(filter(None, [str(Path(sys.executable).parent), env.get("PATH")]))
+async def _start_process(spec: RunSpec, env: dict[str, str]) -> StartedRun:
     process = await asyncio.create_subprocess_exec(
         *spec.command(),
         stdin=asyncio.subprocess.DEVNULL,
@@ -153,22 +142,84 @@ async def execute(
         env=env,
         start_new_session=True,
     )
-    if on_started is not None:
-        on_started(process.pid)
+    return StartedRun(process.pid, process.wait)
+
+
+async def _start_warm(spec: RunSpec, env: dict[str, str], server: Path) -> StartedRun:
+    """Ask the warm runner (run_server.py) to fork this run."""
+    reader, writer = await asyncio.open_unix_connection(str(server), limit=1 << 20)
+    request = {"argv": spec.command()[3:], "env": env, "cwd": str(Path.cwd())}
+    writer.write(json.dumps(request).encode() + b"\n")
+    await writer.drain()
+    answer = (await reader.readline()).split()
+    if len(answer) != 2 or answer[0] != b"pid":
+        writer.close()
+        raise RuntimeError("the warm runner did not start the run")
+    started = StartedRun(int(answer[1]), lambda: _exit_code(), writer.close)
+
+    async def _exit_code() -> int | None:
+        while line := await reader.readline():
+            word, _, rest = line.decode(errors="replace").strip().partition(" ")
+            if word == "error":
+                started.errors.append(rest)
+            elif word == "exit":
+                writer.close()
+                return int(rest)
+        return None
+
+    return started
+
+
+async def _kill_run(run: StartedRun) -> None:
+    """SIGTERM to the whole tree (ansible-runner writes its status), then
+    SIGKILL to whatever is left of it."""
+    processes = proctree.tree(run.pid)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(run.pid, signal.SIGTERM)
+    proctree.signal_all(processes, signal.SIGTERM)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(run.wait(), KILL_GRACE_SECONDS)
+    processes += proctree.tree(run.pid)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(run.pid, signal.SIGKILL)
+    proctree.signal_all(processes, signal.SIGKILL)
+    run.close()  # a warm run also goes when its connection does
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(run.wait(), KILL_GRACE_SECONDS)
+
+
+async def execute(
+    spec: RunSpec,
+    summary: RunSummary,
+    *,
+    warm_runner: Path | None = None,
+) -> RunResult:
+    """Run and wait. `summary` is fed by the event receiver meanwhile.
+    `warm_runner`: the socket of a warm runner to fork the run from."""
+    started = time.monotonic()
+    env = dict(os.environ)
+    env.update(spec.env)
+    # ansible-runner execs ansible-playbook by name: it must be the one installed
+    # beside our interpreter, even when the operator's venv is not on PATH.
+    env["PATH"] = os.pathsep.join(filter(None, [str(Path(sys.executable).parent), env.get("PATH")]))
+    if warm_runner is not None:
+        run = await _start_warm(spec, env, warm_runner)
+    else:
+        run = await _start_process(spec, env)
     status: RunStatus
     reason = ""
     try:
-        return_code = await asyncio.wait_for(process.wait(), spec.timeout)
+        return_code = await asyncio.wait_for(run.wait(), spec.timeout)
     except TimeoutError:
-        await _kill_group(process)
-        return_code = process.returncode
+        await _kill_run(run)
+        return_code = None
         status = "timeout"
         reason = (
             f"run timed out after {format_duration(spec.timeout or 0)} "
             f"(last task: {summary.last_task or 'none'}); its processes were killed"
         )
     except asyncio.CancelledError:
-        await _kill_group(process)
+        await _kill_run(run)
         raise
     else:
         # The last events may still be in flight on the socket: the plugin posts
@@ -180,12 +231,14 @@ async def execute(
             status = "failed"
         else:
             status = "error"
-            details = _error_lines(stdout)
-            reason = f"the run ended (exit code {return_code}) without reporting results" + (
+            details = "\n".join(run.errors) or _error_lines(stdout)
+            ended = f"exit code {return_code}" if return_code is not None else "the runner vanished"
+            reason = f"the run ended ({ended}) without reporting results" + (
                 f": {details}" if details else f"; see {stdout}"
             )
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
+            os.killpg(run.pid, signal.SIGKILL)
+        run.close()
     return RunResult(
         status=status,
         summary=summary,

@@ -1,0 +1,95 @@
+"""Module payloads shared between warm runs.
+
+Before a task's module runs, Ansible builds its payload (AnsiballZ): it
+parses the module and, recursively, every module_utils it imports, and zips
+them. That is half the CPU of a warm reconcile, and Ansible caches it only
+for one ansible-playbook process, in its local temporary directory. Warm runs
+point that cache at a directory they share (`ansiballz_cache` is a symlink),
+one per *source fingerprint*: every file a payload can be built from (the
+modules and module_utils of the collections paths, of the roles paths and
+next to the playbook, the configured module and module_utils paths, the
+Ansible release) by path, size and modification time, and the playbook
+itself (role modules are cached under `ansible.legacy.<name>`, so two
+playbooks must not share). Any change to any of them is a new fingerprint,
+so a payload is never older than its sources.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+CACHE_NAME = "ansiballz_cache"
+RUNNER_PLAYBOOK = re.compile(r"[0-9a-f]{32}")
+COLLECTION_SOURCES = ("plugins/modules", "plugins/module_utils")
+ROLE_SOURCES = ("library", "module_utils")
+
+
+def source_dirs(
+    *,
+    collection_roots: Iterable[str],
+    roles_paths: Iterable[str],
+    playbook: Path,
+    module_paths: Iterable[str],
+) -> list[Path]:
+    """Every directory a module payload's files can come from."""
+    dirs: list[Path] = [Path(p) for p in module_paths]
+    for root in collection_roots:
+        base = Path(root)
+        if base.name != "ansible_collections":
+            base = base / "ansible_collections"
+        for collection in base.glob("*/*"):
+            dirs += [collection / sub for sub in COLLECTION_SOURCES]
+            for role in collection.glob("roles/*"):
+                dirs += [role / sub for sub in ROLE_SOURCES]
+    playbook_dir = playbook.parent
+    dirs += [playbook_dir / sub for sub in ROLE_SOURCES]
+    for roles_path in [*roles_paths, str(playbook_dir / "roles")]:
+        for role in Path(roles_path).glob("*"):
+            dirs += [role / sub for sub in ROLE_SOURCES]
+    return dirs
+
+
+def fingerprint(dirs: Iterable[Path], *, salt: bytes) -> str:
+    digest = hashlib.sha256(salt)
+    for directory in sorted(set(dirs)):
+        for folder, subdirs, files in os.walk(directory):
+            subdirs.sort()
+            for name in sorted(files):
+                path = Path(folder, name)
+                with contextlib.suppress(OSError):
+                    stat = path.stat()
+                    digest.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:24]
+
+
+def share_payload_cache(shared_root: Path, playbook: Path) -> None:
+    """In a warm run's ansible-playbook, once its settings are read: link its
+    payload cache to the shared one for its sources."""
+    import ansible
+    from ansible import constants
+
+    try:
+        playbook_text = playbook.read_bytes()
+    except OSError:
+        return  # ansible-playbook reports it
+    dirs = source_dirs(
+        collection_roots=constants.COLLECTIONS_PATHS,
+        roles_paths=constants.DEFAULT_ROLES_PATH,
+        playbook=playbook,
+        module_paths=[*constants.DEFAULT_MODULE_PATH, *constants.DEFAULT_MODULE_UTILS_PATH],
+    )
+    # ansible-runner writes a role run's playbook under a new name per run;
+    # the same role is the same playbook text.
+    generated = playbook.parent.name == "project" and RUNNER_PLAYBOOK.fullmatch(playbook.name)
+    where = b"" if generated else str(playbook.resolve().parent).encode()
+    salt = b"\0".join([ansible.__version__.encode(), where, playbook_text])
+    shared = shared_root / fingerprint(dirs, salt=salt)
+    shared.mkdir(mode=0o700, parents=True, exist_ok=True)
+    local = Path(constants.DEFAULT_LOCAL_TMP) / CACHE_NAME
+    if not local.exists():
+        local.symlink_to(shared, target_is_directory=True)

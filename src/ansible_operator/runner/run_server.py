@@ -1,0 +1,350 @@
+"""A warm ansible-runner: runs fork from an interpreter that has already
+imported ansible-runner and Ansible.
+
+A reconcile in `reference` mode starts `python -m ansible_runner run`, which
+starts `ansible-playbook`: two fresh interpreters importing ~1 s of Python
+before the first task. Here one server process imports all of that once;
+each run is a fork of it (the *runner*), which executes exactly what
+`ansible-runner run ARGS` executes (`ansible_runner.__main__.main`: the same
+run directory, artifacts, events and plugins). Where ansible-runner would
+start `ansible-playbook` in a pseudo-terminal, the runner forks again and
+calls `ansible-playbook`'s entry point in that fork, on that terminal, with
+the run's environment and working directory.
+
+Ansible reads its configuration into `ansible.constants` and its plugin
+loaders when it is imported. The server imports it with the environment a
+run gets (ansible-runner's own additions included); a run whose Ansible
+environment differs only in settings that Ansible reads at run time gets
+those re-read, and any other difference makes that run start the real
+`ansible-playbook` instead, so a run never sees stale configuration.
+
+Protocol (one unix connection per run, the operator's alone): the operator
+sends one JSON line `{"argv": [...], "env": {...}, "cwd": "..."}` (argv as
+for `ansible-runner`); the server answers `pid <runner pid>` then, when the
+run ends, `exit <code>`. The runner leads its own process group; if the
+connection drops (the operator timed the run out, shut down or died) the
+runner kills the whole run.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib
+import json
+import os
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+from ansible_operator.runner.module_server import die_with_parent
+from ansible_operator.runner.payload_cache import share_payload_cache
+
+# Ansible settings that Ansible reads through `ansible.constants` while it
+# runs (not into plugin loaders at import): a run may differ from the server
+# in these, they are re-read in the run's fork.
+RUNTIME_SETTINGS = frozenset({"ANSIBLE_ROLES_PATH", "ANSIBLE_CACHE_PLUGIN_CONNECTION"})
+# What every run imports. Not ansible-runner's display callback: it reads the
+# run's artifact directory from the environment when it is imported.
+WARM_IMPORTS = (
+    "ansible_runner.__main__",
+    "ansible_runner.interface",
+    "ansible_runner.runner",
+    "pexpect",
+    "ansible.cli.playbook",
+    "ansible.executor.playbook_executor",
+    "ansible.executor.task_executor",
+    "ansible.executor.process.worker",
+    "ansible.plugins.loader",
+    "ansible.plugins.strategy.linear",
+    "ansible.plugins.action.normal",
+    "ansible.plugins.action.command",
+    "ansible.plugins.connection.local",
+    "ansible.plugins.shell.sh",
+    "ansible.plugins.callback.default",
+    "ansible.template",
+    "ansible.vars.manager",
+    "ansible.inventory.manager",
+    "ansible.parsing.dataloader",
+    "ansible.playbook.play",
+    "ansible.playbook.role",
+    "jinja2",
+    "yaml",
+)
+# Plugins nearly every run loads: found, imported and their documented
+# options parsed (YAML) once, here, instead of in every run.
+WARM_PLUGINS = (
+    ("strategy_loader", "linear"),
+    ("action_loader", "normal"),
+    ("action_loader", "command"),
+    ("action_loader", "debug"),
+    ("action_loader", "set_fact"),
+    ("action_loader", "include_tasks"),
+    ("action_loader", "kubernetes.core.k8s"),
+    ("action_loader", "kubernetes.core.k8s_info"),
+    ("callback_loader", "default"),
+    ("lookup_loader", "kubernetes.core.k8s"),
+)
+PLAYBOOK_COMMAND = "ansible-playbook"
+MAX_REQUEST = 16 << 20
+
+_preload_settings: dict[str, str] = {}
+_payload_cache_root = Path()
+_setting_names: set[str] = {"ANSIBLE_CONFIG"}  # filled from Ansible's definitions
+
+
+def ansible_settings(env: dict[str, str]) -> dict[str, str]:
+    return {key: value for key, value in env.items() if key in _setting_names}
+
+
+def _learn_setting_names() -> None:
+    from ansible import constants
+
+    for definition in constants.config.get_configuration_definitions().values():
+        _setting_names.update(entry["name"] for entry in definition.get("env") or ())
+
+
+def stale_settings(run_env: dict[str, str], preloaded: dict[str, str]) -> set[str]:
+    """Ansible settings of a run that differ from the server's and that
+    Ansible read at import: such a run needs a fresh ansible-playbook."""
+    ours = ansible_settings(run_env)
+    keys = ours.keys() | preloaded.keys()
+    differing = {key for key in keys if ours.get(key) != preloaded.get(key)}
+    return differing - RUNTIME_SETTINGS
+
+
+def runner_environment(scratch: Path) -> dict[str, str]:
+    """The environment ansible-runner gives a playbook run started from here."""
+    from ansible_runner.config.runner import RunnerConfig
+
+    data_dir = scratch / "probe"
+    (data_dir / "project").mkdir(parents=True, exist_ok=True)
+    (data_dir / "project" / "probe.yml").write_text("[]\n")
+    config = RunnerConfig(private_data_dir=str(data_dir), playbook="probe.yml", ident="probe")
+    config.prepare()
+    return {str(key): str(value) for key, value in config.env.items()}
+
+
+def _warm_ansible() -> None:
+    """What `ansible-playbook` does before its first task and that is the same
+    for every run: the collection loader, the inventory plugins, common plugins."""
+    from ansible import constants
+    from ansible.plugins import loader
+
+    loader.init_plugin_loader()
+    # As ansible-playbook does first (playbook_executor.py), caching their options.
+    for every in (loader.connection_loader, loader.shell_loader, loader.become_loader):
+        list(every.all(class_only=True))
+    for name in constants.INVENTORY_ENABLED:
+        with contextlib.suppress(Exception):
+            loader.inventory_loader.get(name)
+    for loader_name, name in WARM_PLUGINS:
+        with contextlib.suppress(Exception):
+            getattr(loader, loader_name).get(name, class_only=True)
+
+
+# ----- inside the run's ansible-playbook fork ---------------------------------
+def _reread_ansible_settings() -> None:
+    from ansible import constants
+
+    for setting in constants.config.get_configuration_definitions():
+        constants.set_constant(
+            setting, constants.config.get_config_value(setting, variables=vars(constants))
+        )
+
+
+def _playbook_here(argv: list[str], env: dict[str, str]) -> None:
+    """pexpect's pre-exec hook in the pseudo-terminal fork: be ansible-playbook."""
+    # Every descriptor but the terminal: pexpect's exec-error pipe among them,
+    # which tells its parent the "exec" happened.
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+    stale = stale_settings(env, _preload_settings)
+    if stale:
+        sys.stderr.write(
+            "ansible-operator: this run's Ansible settings differ from the warm runner's "
+            f"({', '.join(sorted(stale))}): starting a fresh ansible-playbook\n"
+        )
+        sys.stderr.flush()
+        os.execvpe(argv[0], argv, env)
+    code = 1
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        tempfile.tempdir = None
+        for stream in (sys.stdout, sys.stderr):
+            stream.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
+        _reread_ansible_settings()
+        share_payload_cache(_payload_cache_root, Path(argv[-1]))
+        # The server configured it already, with this run's settings.
+        warnings.filterwarnings("ignore", "AnsibleCollectionFinder has already been configured")
+        from ansible.cli.playbook import PlaybookCLI
+
+        sys.argv = list(argv)
+        PlaybookCLI.cli_executor(list(argv))
+        code = 0
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+    except BaseException as error:
+        with contextlib.suppress(Exception):
+            sys.stderr.write(f"ansible-operator warm runner: {error!r}\n")
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        # Ansible's own clean-up (its local temporary directory).
+        with contextlib.suppress(Exception):
+            atexit._run_exitfuncs()
+        os._exit(code)
+
+
+# ----- the runner (one fork per run) -------------------------------------------
+class _Run:
+    def __init__(self) -> None:
+        self.playbook_pids: list[int] = []
+
+    def kill(self) -> None:
+        for pid in self.playbook_pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(os.getpid(), signal.SIGKILL)
+
+
+def _spawn_in_process(run: _Run) -> None:
+    import pexpect
+
+    real_spawn = pexpect.spawn
+
+    def spawn(command: str, args: list[str] | None = None, **kwargs: Any) -> Any:
+        argv = [command, *(args or [])]
+        env = kwargs.get("env") or dict(os.environ)
+        if Path(command).name == PLAYBOOK_COMMAND and kwargs.get("preexec_fn") is None:
+            resolved = pexpect.which(command, env=env) or command
+            kwargs["preexec_fn"] = lambda: _playbook_here([resolved, *argv[1:]], env)
+        child = real_spawn(command, args or [], **kwargs)
+        run.playbook_pids.append(child.pid)  # it leads its own session
+        _close_without_delay(child)
+        return child
+
+    pexpect.spawn = spawn  # type: ignore[misc]
+
+
+def _close_without_delay(child: Any) -> None:
+    """ansible-runner closes the terminal once it read its end, and pexpect
+    then sleeps 0.1 s "to give the kernel time" before it looks whether the
+    process ended: wait for that instead."""
+    close = child.close
+
+    def close_when_ended(force: bool = True) -> None:
+        with contextlib.suppress(Exception):
+            child.ptyproc.wait()
+        child.ptyproc.delayafterclose = 0.0
+        close(force)
+
+    child.close = close_when_ended
+
+
+def _watch_connection(conn: socket.socket, run: _Run) -> None:
+    with contextlib.suppress(OSError):
+        conn.recv(1)
+    run.kill()
+
+
+def _runner(conn: socket.socket) -> None:
+    code = 1
+    run = _Run()
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # pexpect waits for its child
+        os.setsid()
+        request = _read_request(conn)
+        conn.sendall(f"pid {os.getpid()}\n".encode())
+        signal.signal(signal.SIGTERM, lambda _signum, _frame: run.kill())
+        null = os.open(os.devnull, os.O_RDWR)
+        for target in (0, 1, 2):
+            os.dup2(null, target)
+        os.close(null)
+        os.environ.clear()
+        os.environ.update(request["env"])
+        tempfile.tempdir = None
+        os.chdir(request["cwd"])
+        threading.Thread(target=_watch_connection, args=(conn, run), daemon=True).start()
+        _spawn_in_process(run)
+        from ansible_runner.__main__ import main
+
+        argv = [str(arg) for arg in request["argv"]]
+        code = int(main(argv) or 0)
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+    except BaseException as error:
+        with contextlib.suppress(OSError):
+            conn.sendall(f"error {error!r}\n".encode())
+    finally:
+        with contextlib.suppress(OSError):
+            conn.sendall(f"exit {code}\n".encode())
+        os._exit(code)
+
+
+def _read_request(conn: socket.socket) -> dict[str, Any]:
+    buffer = bytearray()
+    while not buffer.endswith(b"\n"):
+        chunk = conn.recv(65536)
+        if not chunk or len(buffer) > MAX_REQUEST:
+            raise ConnectionError("incomplete request")
+        buffer += chunk
+    return json.loads(buffer)
+
+
+# ----- the server ---------------------------------------------------------------
+def _reap(_signum: int, _frame: object) -> None:
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+
+
+def serve(socket_path: Path, scratch: Path) -> None:
+    die_with_parent()
+    # Ansible's configuration as a run sees it: ansible-runner's additions
+    # (callback plugins, stdout callback, ...) on top of the operator's.
+    os.environ.update(runner_environment(scratch))
+    os.chdir(scratch)  # no ansible.cfg here, as in a run's project directory
+    global _payload_cache_root
+    _payload_cache_root = scratch / "payloads"
+    _learn_setting_names()
+    _preload_settings.update(ansible_settings(dict(os.environ)))
+    for name in WARM_IMPORTS:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    _warm_ansible()
+    # Made when Ansible's settings were read; each run makes (and removes) its own.
+    from ansible import constants
+
+    shutil.rmtree(constants.DEFAULT_LOCAL_TMP, ignore_errors=True)
+    signal.signal(signal.SIGCHLD, _reap)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with contextlib.suppress(FileNotFoundError):
+        socket_path.unlink()
+    old_umask = os.umask(0o177)  # the socket is the operator's alone
+    try:
+        server.bind(str(socket_path))
+    finally:
+        os.umask(old_umask)
+    server.listen(128)
+    print("ready", flush=True)
+    while True:
+        conn, _ = server.accept()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if os.fork() == 0:
+            server.close()
+            _runner(conn)
+        conn.close()
+
+
+if __name__ == "__main__":
+    serve(Path(sys.argv[1]), Path(sys.argv[2]))

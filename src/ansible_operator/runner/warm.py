@@ -1,0 +1,116 @@
+"""Warm runner mode: the two long-lived helper processes runs fork from.
+
+- the warm runner (`run_server.py`): each run is a fork of it that runs
+  ansible-runner and ansible-playbook without starting an interpreter;
+- the warm module interpreter (`module_server.py`): each task's module is a
+  fork of it, reached through a shim named as the runs' Python interpreter.
+
+Both die with the operator. `ansible_environment` is what every run's
+environment adds for Ansible; the warm runner imports Ansible with it, so
+that what Ansible reads at import is what a run would have read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ansible_operator.collections import COLLECTIONS_PATH
+from ansible_operator.runner.module_server import write_shim
+
+log = logging.getLogger("ansible_operator.runner")
+START_TIMEOUT = 60.0
+
+
+def ansible_environment(
+    *,
+    roles_path: str | None,
+    collections_path: str | None,
+    pipelining: bool,
+) -> dict[str, str]:
+    """The Ansible settings every run of this operator gets."""
+    collections = [str(COLLECTIONS_PATH)]
+    if collections_path:
+        collections.append(collections_path)
+    existing = os.environ.get("ANSIBLE_COLLECTIONS_PATH") or os.environ.get(
+        "ANSIBLE_COLLECTIONS_PATHS"
+    )
+    if existing:
+        collections.append(existing)
+    env = {"ANSIBLE_COLLECTIONS_PATH": os.pathsep.join(collections)}
+    if roles_path:
+        env["ANSIBLE_ROLES_PATH"] = roles_path
+    if pipelining and "ANSIBLE_PIPELINING" not in os.environ:
+        # Modules go to the warm interpreter on stdin: no temporary file
+        # copied, made executable and removed for every task.
+        env["ANSIBLE_PIPELINING"] = "True"
+    return env
+
+
+@dataclass
+class WarmProcesses:
+    interpreter: Path  # the shim runs name as their Python interpreter
+    run_socket: Path  # where runs are asked of the warm runner
+    processes: list[asyncio.subprocess.Process]
+
+    async def stop(self) -> None:
+        for process in self.processes:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+        for process in self.processes:
+            await process.wait()
+
+
+async def _start(module: str, *args: str, env: dict[str, str]) -> asyncio.subprocess.Process:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-P",  # the operator's working directory is not an import path
+        "-m",
+        module,
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    assert process.stdout is not None
+    try:
+        ready = await asyncio.wait_for(process.stdout.readline(), START_TIMEOUT)
+    except TimeoutError:
+        ready = b""
+    if ready.strip() != b"ready":
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+        raise RuntimeError(f"{module} did not start (exit code {process.returncode})")
+    return process
+
+
+async def start_warm_processes(scratch: Path, run_env: dict[str, str]) -> WarmProcesses:
+    """Start both, in parallel. `run_env`: `ansible_environment(...)`."""
+    env = {**os.environ, **run_env}
+    # Runs find ansible-playbook beside our interpreter (see process.execute).
+    env["PATH"] = os.pathsep.join(filter(None, [str(Path(sys.executable).parent), env.get("PATH")]))
+    module_socket, run_socket = scratch / "modules.sock", scratch / "runs.sock"
+    runner_scratch = scratch / "warm-runner"
+    runner_scratch.mkdir(mode=0o700, exist_ok=True)
+    started = await asyncio.gather(
+        _start("ansible_operator.runner.module_server", str(module_socket), env=env),
+        _start("ansible_operator.runner.run_server", str(run_socket), str(runner_scratch), env=env),
+        return_exceptions=True,
+    )
+    processes = [p for p in started if isinstance(p, asyncio.subprocess.Process)]
+    failures = [p for p in started if isinstance(p, BaseException)]
+    warm = WarmProcesses(write_shim(scratch / "python", module_socket), run_socket, processes)
+    if failures:
+        await warm.stop()
+        raise failures[0]
+    log.info(
+        "warm runner ready module_interpreter_pid=%s runner_pid=%s",
+        processes[0].pid,
+        processes[1].pid,
+    )
+    return warm
