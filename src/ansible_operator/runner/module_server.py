@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import array
 import contextlib
-import ctypes
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -34,8 +33,10 @@ import threading
 import zipfile
 import zipimport
 from pathlib import Path
+from typing import NoReturn
 
 from ansible_operator.runner.bytecode import CompiledSources, collection_roots
+from ansible_operator.runner.forkserver import die_with_parent, listen, serve_forks
 
 # Imported once, here. Ansible's own module_utils come from the installation
 # the operator's ansible-playbook runs from, so they are the very code each
@@ -61,7 +62,6 @@ WARM_IMPORTS = (
 )
 MAX_HEADER = 1 << 20
 _compiled = CompiledSources()
-_PR_SET_PDEATHSIG = 1
 SHIM = """#!{python} -IS
 # ansible-operator's module interpreter shim (warm runner mode): hands this
 # module run to the warm interpreter at {socket}; without it, runs Python itself.
@@ -198,44 +198,21 @@ def _run_child(conn: socket.socket) -> None:
         os._exit(0)
 
 
-def die_with_parent() -> None:
-    """The operator may be killed with SIGKILL: this helper goes with it."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def _reap(_signum: int, _frame: object) -> None:
-    with contextlib.suppress(ChildProcessError):
-        while os.waitpid(-1, os.WNOHANG)[0] > 0:
-            pass
-
-
-def serve(socket_path: Path) -> None:
-    die_with_parent()
+def preload() -> None:
     for name in WARM_IMPORTS:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
     _compiled.precompile(collection_roots(dict(os.environ)))
-    # Reap finished children as they end, so their CPU time is accounted to
-    # this process (and through it to the operator), as a run's processes are.
-    signal.signal(signal.SIGCHLD, _reap)
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    with contextlib.suppress(FileNotFoundError):
-        socket_path.unlink()
-    old_umask = os.umask(0o177)  # the socket is the operator's alone
-    try:
-        server.bind(str(socket_path))
-    finally:
-        os.umask(old_umask)
-    server.listen(128)
-    print("ready", flush=True)
-    while True:
-        conn, _ = server.accept()
-        if os.fork() == 0:
-            server.close()
-            _run_child(conn)
-        conn.close()
+
+
+def handle(conn: socket.socket) -> NoReturn:
+    _run_child(conn)
+    os._exit(0)  # _run_child never returns
 
 
 if __name__ == "__main__":
-    serve(Path(sys.argv[1]))
+    die_with_parent()
+    preload()
+    listener = listen(Path(sys.argv[1]))
+    print("ready", flush=True)
+    serve_forks(listener, handle)

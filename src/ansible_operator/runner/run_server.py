@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import importlib
 import json
 import os
@@ -41,9 +42,10 @@ import tempfile
 import threading
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from ansible_operator.runner.module_server import die_with_parent
+from ansible_operator.runner import module_server
+from ansible_operator.runner.forkserver import die_with_parent, listen, serve_forks
 from ansible_operator.runner.payload_cache import share_payload_cache
 
 # Ansible settings that Ansible reads through `ansible.constants` while it
@@ -159,6 +161,20 @@ def _reread_ansible_settings() -> None:
         )
 
 
+def _freeze_before_each_worker() -> None:
+    """Ansible forks a worker per task: like the server's forks, they should
+    not copy what their garbage collector would walk."""
+    from ansible.executor.process.worker import WorkerProcess
+
+    start = WorkerProcess.start
+
+    def frozen_start(self: WorkerProcess) -> None:
+        gc.freeze()
+        start(self)
+
+    WorkerProcess.start = frozen_start  # type: ignore[method-assign]
+
+
 def _playbook_here(argv: list[str], env: dict[str, str]) -> None:
     """pexpect's pre-exec hook in the pseudo-terminal fork: be ansible-playbook."""
     # Every descriptor but the terminal: pexpect's exec-error pipe among them,
@@ -180,6 +196,7 @@ def _playbook_here(argv: list[str], env: dict[str, str]) -> None:
         for stream in (sys.stdout, sys.stderr):
             stream.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
         _reread_ansible_settings()
+        _freeze_before_each_worker()
         share_payload_cache(_payload_cache_root, Path(argv[-1]))
         # The server configured it already, with this run's settings.
         warnings.filterwarnings("ignore", "AnsibleCollectionFinder has already been configured")
@@ -301,14 +318,22 @@ def _read_request(conn: socket.socket) -> dict[str, Any]:
 
 
 # ----- the server ---------------------------------------------------------------
-def _reap(_signum: int, _frame: object) -> None:
-    with contextlib.suppress(ChildProcessError):
-        while os.waitpid(-1, os.WNOHANG)[0] > 0:
-            pass
+def _start_module_server(module_socket: Path) -> None:
+    """The warm module interpreter, forked before Ansible's controller side is
+    imported here: it has only what modules need, and the Python and
+    libraries both load are in memory once."""
+    module_server.preload()
+    listener = listen(module_socket)
+    gc.freeze()  # our collector must not walk (and so copy) what the fork shares
+    if os.fork() == 0:
+        die_with_parent()
+        serve_forks(listener, module_server.handle)
+    listener.close()
 
 
-def serve(socket_path: Path, scratch: Path) -> None:
+def serve(run_socket: Path, module_socket: Path, scratch: Path) -> None:
     die_with_parent()
+    _start_module_server(module_socket)
     # Ansible's configuration as a run sees it: ansible-runner's additions
     # (callback plugins, stdout callback, ...) on top of the operator's.
     os.environ.update(runner_environment(scratch))
@@ -325,26 +350,15 @@ def serve(socket_path: Path, scratch: Path) -> None:
     from ansible import constants
 
     shutil.rmtree(constants.DEFAULT_LOCAL_TMP, ignore_errors=True)
-    signal.signal(signal.SIGCHLD, _reap)
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    with contextlib.suppress(FileNotFoundError):
-        socket_path.unlink()
-    old_umask = os.umask(0o177)  # the socket is the operator's alone
-    try:
-        server.bind(str(socket_path))
-    finally:
-        os.umask(old_umask)
-    server.listen(128)
+    listener = listen(run_socket)
     print("ready", flush=True)
-    while True:
-        conn, _ = server.accept()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        if os.fork() == 0:
-            server.close()
-            _runner(conn)
-        conn.close()
+    serve_forks(listener, _handle)
+
+
+def _handle(conn: socket.socket) -> NoReturn:
+    _runner(conn)
+    os._exit(1)  # _runner never returns
 
 
 if __name__ == "__main__":
-    serve(Path(sys.argv[1]), Path(sys.argv[2]))
+    serve(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]))

@@ -56,23 +56,30 @@ def ansible_environment(
 class WarmProcesses:
     interpreter: Path  # the shim runs name as their Python interpreter
     run_socket: Path  # where runs are asked of the warm runner
-    processes: list[asyncio.subprocess.Process]
+    process: asyncio.subprocess.Process  # the warm runner; the module interpreter is its child
 
     async def stop(self) -> None:
-        for process in self.processes:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-        for process in self.processes:
-            await process.wait()
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()  # its module interpreter dies with it
+        await self.process.wait()
 
 
-async def _start(module: str, *args: str, env: dict[str, str]) -> asyncio.subprocess.Process:
+async def start_warm_processes(scratch: Path, run_env: dict[str, str]) -> WarmProcesses:
+    """`run_env`: `ansible_environment(...)`."""
+    env = {**os.environ, **run_env}
+    # Runs find ansible-playbook beside our interpreter (see process.execute).
+    env["PATH"] = os.pathsep.join(filter(None, [str(Path(sys.executable).parent), env.get("PATH")]))
+    module_socket, run_socket = scratch / "modules.sock", scratch / "runs.sock"
+    runner_scratch = scratch / "warm-runner"
+    runner_scratch.mkdir(mode=0o700, exist_ok=True)
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-P",  # the operator's working directory is not an import path
         "-m",
-        module,
-        *args,
+        "ansible_operator.runner.run_server",
+        str(run_socket),
+        str(module_socket),
+        str(runner_scratch),
         stdout=asyncio.subprocess.PIPE,
         env=env,
     )
@@ -85,32 +92,6 @@ async def _start(module: str, *args: str, env: dict[str, str]) -> asyncio.subpro
         with contextlib.suppress(ProcessLookupError):
             process.kill()
         await process.wait()
-        raise RuntimeError(f"{module} did not start (exit code {process.returncode})")
-    return process
-
-
-async def start_warm_processes(scratch: Path, run_env: dict[str, str]) -> WarmProcesses:
-    """Start both, in parallel. `run_env`: `ansible_environment(...)`."""
-    env = {**os.environ, **run_env}
-    # Runs find ansible-playbook beside our interpreter (see process.execute).
-    env["PATH"] = os.pathsep.join(filter(None, [str(Path(sys.executable).parent), env.get("PATH")]))
-    module_socket, run_socket = scratch / "modules.sock", scratch / "runs.sock"
-    runner_scratch = scratch / "warm-runner"
-    runner_scratch.mkdir(mode=0o700, exist_ok=True)
-    started = await asyncio.gather(
-        _start("ansible_operator.runner.module_server", str(module_socket), env=env),
-        _start("ansible_operator.runner.run_server", str(run_socket), str(runner_scratch), env=env),
-        return_exceptions=True,
-    )
-    processes = [p for p in started if isinstance(p, asyncio.subprocess.Process)]
-    failures = [p for p in started if isinstance(p, BaseException)]
-    warm = WarmProcesses(write_shim(scratch / "python", module_socket), run_socket, processes)
-    if failures:
-        await warm.stop()
-        raise failures[0]
-    log.info(
-        "warm runner ready module_interpreter_pid=%s runner_pid=%s",
-        processes[0].pid,
-        processes[1].pid,
-    )
-    return warm
+        raise RuntimeError(f"the warm runner did not start (exit code {process.returncode})")
+    log.info("warm runner ready pid=%s", process.pid)
+    return WarmProcesses(write_shim(scratch / "python", module_socket), run_socket, process)

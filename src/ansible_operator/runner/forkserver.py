@@ -1,0 +1,57 @@
+"""What the warm processes share: a private unix socket, a fork per
+connection, children reaped, and death with the parent."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import os
+import signal
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import NoReturn
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """The operator may be killed with SIGKILL: its helpers go with it."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def listen(socket_path: Path) -> socket.socket:
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with contextlib.suppress(FileNotFoundError):
+        socket_path.unlink()
+    old_umask = os.umask(0o177)  # the socket is the operator's alone
+    try:
+        server.bind(str(socket_path))
+    finally:
+        os.umask(old_umask)
+    server.listen(128)
+    return server
+
+
+def _reap(_signum: int, _frame: object) -> None:
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+
+
+def serve_forks(server: socket.socket, handle: Callable[[socket.socket], NoReturn]) -> NoReturn:
+    """Each connection is handled in a fork of this process."""
+    # What is imported by now is shared with every fork, copy-on-write: the
+    # garbage collector of a fork would write to (and so copy) all of it.
+    gc.freeze()
+    # Reap finished children as they end, so their CPU time is accounted to
+    # this process (and through it to the operator), as a run's processes are.
+    signal.signal(signal.SIGCHLD, _reap)
+    while True:
+        conn, _ = server.accept()
+        if os.fork() == 0:
+            server.close()
+            handle(conn)
+        conn.close()
