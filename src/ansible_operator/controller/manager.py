@@ -212,7 +212,23 @@ class Manager:
             collections_path=self.options.ansible_collections_path,
             pipelining=True,
         )
-        return await start_warm_processes(scratch, run_env)
+        return await start_warm_processes(scratch, run_env, self._run_targets())
+
+    def _run_targets(self) -> list[dict[str, str]]:
+        """Every role and playbook the watches run (finalizers included)."""
+        pairs = [(watch.role, watch.playbook) for watch in self.watches]
+        pairs += [(w.finalizer.role, w.finalizer.playbook) for w in self.watches if w.finalizer]
+        targets: list[dict[str, str]] = []
+        for role, playbook in pairs:
+            if playbook is not None:  # a playbook wins over a role, as in a run
+                target = {"playbook": str(playbook)}
+            elif role is not None:
+                target = {"role": str(role)}
+            else:
+                continue
+            if target not in targets:
+                targets.append(target)
+        return targets
 
     def _global_cap(self) -> int:
         if self.options.max_concurrent_runs:

@@ -5,8 +5,8 @@ source file (zipimport keeps no bytecode), and compiles each one twice (once
 to name its file, once to run it): ~0.1 s of a kubernetes.core task. The
 warm module interpreter compiles the collections' modules and module_utils
 once, keyed by their exact source text, and a payload file whose text is
-known gets that code (under the payload's own file name, for tracebacks);
-any other text is compiled as usual, once.
+known gets that code (whose file name is then the collection's source file,
+which holds that very text); any other text is compiled as usual, once.
 """
 
 from __future__ import annotations
@@ -30,14 +30,6 @@ def _normalized(source: bytes) -> bytes:
 
 def _key(source: bytes) -> bytes:
     return hashlib.sha256(_normalized(source)).digest()
-
-
-def _renamed(code: types.CodeType, filename: str) -> types.CodeType:
-    consts = tuple(
-        _renamed(const, filename) if isinstance(const, types.CodeType) else const
-        for const in code.co_consts
-    )
-    return code.replace(co_filename=filename, co_consts=consts)
 
 
 class CompiledSources:
@@ -66,7 +58,7 @@ class CompiledSources:
         if code is None:
             code = compile(_normalized(data), pathname, "exec", dont_inherit=True)
             self._codes[key] = code
-        return code if code.co_filename == pathname else _renamed(code, pathname)
+        return code
 
     def install(self) -> None:
         """Serve zipimport's compilations from here (in this process)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import re
 from collections.abc import Iterable
@@ -67,15 +68,37 @@ def fingerprint(dirs: Iterable[Path], *, salt: bytes) -> str:
     return digest.hexdigest()[:24]
 
 
-def share_payload_cache(shared_root: Path, playbook: Path) -> None:
+def playbook_identity(playbook: Path) -> bytes | None:
+    """What keeps one playbook's payloads apart from another's (role library
+    modules share the name `ansible.legacy.<name>`): a role run's playbook,
+    which ansible-runner writes anew for every run, by the roles it plays; any
+    other playbook by its place and text. None if it cannot be read."""
+    try:
+        text = playbook.read_bytes()
+    except OSError:
+        return None
+    generated = playbook.parent.name == "project" and RUNNER_PLAYBOOK.fullmatch(playbook.name)
+    if generated:
+        with contextlib.suppress(ValueError, TypeError, AttributeError):
+            plays = json.loads(text)
+            roles = sorted(str(role.get("name")) for play in plays for role in play["roles"])
+            return ("roles:" + json.dumps(roles)).encode()
+    return b"\0".join([str(playbook.resolve()).encode(), text])
+
+
+def roles_identity(roles: list[str]) -> bytes:
+    """`playbook_identity` of ansible-runner's playbook for these roles."""
+    return ("roles:" + json.dumps(sorted(roles))).encode()
+
+
+def share_payload_cache(shared_root: Path, playbook: Path, identity: bytes | None = None) -> None:
     """In a warm run's ansible-playbook, once its settings are read: link its
     payload cache to the shared one for its sources."""
     import ansible
     from ansible import constants
 
-    try:
-        playbook_text = playbook.read_bytes()
-    except OSError:
+    identity = identity if identity is not None else playbook_identity(playbook)
+    if identity is None:
         return  # ansible-playbook reports it
     dirs = source_dirs(
         collection_roots=constants.COLLECTIONS_PATHS,
@@ -83,12 +106,7 @@ def share_payload_cache(shared_root: Path, playbook: Path) -> None:
         playbook=playbook,
         module_paths=[*constants.DEFAULT_MODULE_PATH, *constants.DEFAULT_MODULE_UTILS_PATH],
     )
-    # ansible-runner writes a role run's playbook under a new name per run;
-    # the same role is the same playbook text.
-    generated = playbook.parent.name == "project" and RUNNER_PLAYBOOK.fullmatch(playbook.name)
-    where = b"" if generated else str(playbook.resolve().parent).encode()
-    salt = b"\0".join([ansible.__version__.encode(), where, playbook_text])
-    shared = shared_root / fingerprint(dirs, salt=salt)
+    shared = shared_root / fingerprint(dirs, salt=ansible.__version__.encode() + b"\0" + identity)
     shared.mkdir(mode=0o700, parents=True, exist_ok=True)
     local = Path(constants.DEFAULT_LOCAL_TMP) / CACHE_NAME
     if not local.exists():

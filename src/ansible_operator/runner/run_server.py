@@ -40,18 +40,21 @@ import socket
 import sys
 import tempfile
 import threading
+import types
 import warnings
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ansible_operator.runner import module_server
+from ansible_operator.runner import module_server, template_cache
+from ansible_operator.runner.ansible_settings import (
+    remember_preload_settings,
+    reread_ansible_settings,
+    stale_settings,
+)
 from ansible_operator.runner.forkserver import die_with_parent, listen, serve_forks
 from ansible_operator.runner.payload_cache import share_payload_cache
+from ansible_operator.runner.prebuild import prebuild
 
-# Ansible settings that Ansible reads through `ansible.constants` while it
-# runs (not into plugin loaders at import): a run may differ from the server
-# in these, they are re-read in the run's fork.
-RUNTIME_SETTINGS = frozenset({"ANSIBLE_ROLES_PATH", "ANSIBLE_CACHE_PLUGIN_CONNECTION"})
 # What every run imports. Not ansible-runner's display callback: it reads the
 # run's artifact directory from the environment when it is imported.
 WARM_IMPORTS = (
@@ -90,35 +93,11 @@ WARM_PLUGINS = (
     ("action_loader", "include_tasks"),
     ("action_loader", "kubernetes.core.k8s"),
     ("action_loader", "kubernetes.core.k8s_info"),
-    ("callback_loader", "default"),
     ("lookup_loader", "kubernetes.core.k8s"),
 )
 PLAYBOOK_COMMAND = "ansible-playbook"
+_shared_root = Path()  # caches shared by the runs (payloads, templates)
 MAX_REQUEST = 16 << 20
-
-_preload_settings: dict[str, str] = {}
-_payload_cache_root = Path()
-_setting_names: set[str] = {"ANSIBLE_CONFIG"}  # filled from Ansible's definitions
-
-
-def ansible_settings(env: dict[str, str]) -> dict[str, str]:
-    return {key: value for key, value in env.items() if key in _setting_names}
-
-
-def _learn_setting_names() -> None:
-    from ansible import constants
-
-    for definition in constants.config.get_configuration_definitions().values():
-        _setting_names.update(entry["name"] for entry in definition.get("env") or ())
-
-
-def stale_settings(run_env: dict[str, str], preloaded: dict[str, str]) -> set[str]:
-    """Ansible settings of a run that differ from the server's and that
-    Ansible read at import: such a run needs a fresh ansible-playbook."""
-    ours = ansible_settings(run_env)
-    keys = ours.keys() | preloaded.keys()
-    differing = {key for key in keys if ours.get(key) != preloaded.get(key)}
-    return differing - RUNTIME_SETTINGS
 
 
 def runner_environment(scratch: Path) -> dict[str, str]:
@@ -137,6 +116,7 @@ def _warm_ansible() -> None:
     """What `ansible-playbook` does before its first task and that is the same
     for every run: the collection loader, the inventory plugins, common plugins."""
     from ansible import constants
+    from ansible.plugins import callback as callback_package
     from ansible.plugins import loader
 
     loader.init_plugin_loader()
@@ -149,18 +129,14 @@ def _warm_ansible() -> None:
     for loader_name, name in WARM_PLUGINS:
         with contextlib.suppress(Exception):
             getattr(loader, loader_name).get(name, class_only=True)
+    # Every run loads all callback plugins; not ansible-runner's (its import
+    # reads the run's artifact directory), so only Ansible's own, here.
+    for builtin in Path(callback_package.__file__).parent.glob("[!_]*.py"):
+        with contextlib.suppress(Exception):
+            loader.callback_loader.get(builtin.stem, class_only=True)
 
 
 # ----- inside the run's ansible-playbook fork ---------------------------------
-def _reread_ansible_settings() -> None:
-    from ansible import constants
-
-    for setting in constants.config.get_configuration_definitions():
-        constants.set_constant(
-            setting, constants.config.get_config_value(setting, variables=vars(constants))
-        )
-
-
 def _freeze_before_each_worker() -> None:
     """Ansible forks a worker per task: like the server's forks, they should
     not copy what their garbage collector would walk."""
@@ -180,7 +156,7 @@ def _playbook_here(argv: list[str], env: dict[str, str]) -> None:
     # Every descriptor but the terminal: pexpect's exec-error pipe among them,
     # which tells its parent the "exec" happened.
     os.closerange(3, os.sysconf("SC_OPEN_MAX"))
-    stale = stale_settings(env, _preload_settings)
+    stale = stale_settings(env)
     if stale:
         sys.stderr.write(
             "ansible-operator: this run's Ansible settings differ from the warm runner's "
@@ -195,9 +171,10 @@ def _playbook_here(argv: list[str], env: dict[str, str]) -> None:
         tempfile.tempdir = None
         for stream in (sys.stdout, sys.stderr):
             stream.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
-        _reread_ansible_settings()
+        reread_ansible_settings()
         _freeze_before_each_worker()
-        share_payload_cache(_payload_cache_root, Path(argv[-1]))
+        share_payload_cache(_shared_root / "payloads", Path(argv[-1]))
+        template_cache.install(_shared_root / "templates")
         # The server configured it already, with this run's settings.
         warnings.filterwarnings("ignore", "AnsibleCollectionFinder has already been configured")
         from ansible.cli.playbook import PlaybookCLI
@@ -267,6 +244,17 @@ def _close_without_delay(child: Any) -> None:
     child.close = close_when_ended
 
 
+def _write_events_whole() -> None:
+    """ansible-runner writes each event file with json.dump through a codecs
+    writer: one encoder call per JSON fragment. The same text, written once."""
+    import ansible_runner.runner as runner_module
+
+    fast_json = types.ModuleType("json")
+    fast_json.__dict__.update(json.__dict__)
+    fast_json.dump = lambda obj, fp, *args, **kwargs: fp.write(json.dumps(obj, *args, **kwargs))  # type: ignore[attr-defined]
+    runner_module.json = fast_json  # type: ignore[attr-defined]
+
+
 def _watch_connection(conn: socket.socket, run: _Run) -> None:
     with contextlib.suppress(OSError):
         conn.recv(1)
@@ -292,6 +280,7 @@ def _runner(conn: socket.socket) -> None:
         os.chdir(request["cwd"])
         threading.Thread(target=_watch_connection, args=(conn, run), daemon=True).start()
         _spawn_in_process(run)
+        _write_events_whole()
         from ansible_runner.__main__ import main
 
         argv = [str(arg) for arg in request["argv"]]
@@ -331,17 +320,21 @@ def _start_module_server(module_socket: Path) -> None:
     listener.close()
 
 
-def serve(run_socket: Path, module_socket: Path, scratch: Path) -> None:
+def serve(
+    run_socket: Path, module_socket: Path, scratch: Path, targets: list[dict[str, str]]
+) -> None:
+    """`targets`: the watches' roles and playbooks (`{"role": path}` or
+    `{"playbook": path}`), whose module payloads are built ahead."""
     die_with_parent()
     _start_module_server(module_socket)
     # Ansible's configuration as a run sees it: ansible-runner's additions
     # (callback plugins, stdout callback, ...) on top of the operator's.
     os.environ.update(runner_environment(scratch))
     os.chdir(scratch)  # no ansible.cfg here, as in a run's project directory
-    global _payload_cache_root
-    _payload_cache_root = scratch / "payloads"
-    _learn_setting_names()
-    _preload_settings.update(ansible_settings(dict(os.environ)))
+    global _shared_root
+    _shared_root = scratch
+    (scratch / "templates").mkdir(mode=0o700, exist_ok=True)
+    remember_preload_settings(dict(os.environ))
     for name in WARM_IMPORTS:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
@@ -352,6 +345,10 @@ def serve(run_socket: Path, module_socket: Path, scratch: Path) -> None:
     shutil.rmtree(constants.DEFAULT_LOCAL_TMP, ignore_errors=True)
     listener = listen(run_socket)
     print("ready", flush=True)
+    if targets and os.fork() == 0:
+        listener.close()
+        prebuild(_shared_root / "payloads", targets)
+        os._exit(0)
     serve_forks(listener, _handle)
 
 
@@ -361,4 +358,4 @@ def _handle(conn: socket.socket) -> NoReturn:
 
 
 if __name__ == "__main__":
-    serve(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]))
+    serve(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), json.loads(sys.argv[4]))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import sys
@@ -64,8 +65,11 @@ class WarmProcesses:
         await self.process.wait()
 
 
-async def start_warm_processes(scratch: Path, run_env: dict[str, str]) -> WarmProcesses:
-    """`run_env`: `ansible_environment(...)`."""
+async def start_warm_processes(
+    scratch: Path, run_env: dict[str, str], targets: list[dict[str, str]] | None = None
+) -> WarmProcesses:
+    """`run_env`: `ansible_environment(...)`; `targets`: the roles and
+    playbooks runs will play (`{"role": path}`, `{"playbook": path}`)."""
     env = {**os.environ, **run_env}
     # Runs find ansible-playbook beside our interpreter (see process.execute).
     env["PATH"] = os.pathsep.join(filter(None, [str(Path(sys.executable).parent), env.get("PATH")]))
@@ -80,6 +84,7 @@ async def start_warm_processes(scratch: Path, run_env: dict[str, str]) -> WarmPr
         str(run_socket),
         str(module_socket),
         str(runner_scratch),
+        json.dumps(targets or []),
         stdout=asyncio.subprocess.PIPE,
         env=env,
     )

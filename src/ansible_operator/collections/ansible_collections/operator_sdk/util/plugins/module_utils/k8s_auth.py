@@ -9,8 +9,11 @@ from ansible.module_utils.basic import env_fallback
 try:
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
+    from kubernetes.dynamic import DynamicClient
+    from kubernetes.dynamic.discovery import LazyDiscoverer
 except ImportError:  # reported by the module with missing_required_lib
-    k8s_client = k8s_config = None
+    k8s_client = k8s_config = DynamicClient = None
+    LazyDiscoverer = object
 
 AUTH_ARGS = {
     "kubeconfig": {"type": "path", "fallback_env": "K8S_AUTH_KUBECONFIG"},
@@ -63,6 +66,28 @@ def api_client(params):
     if params.get("ca_cert"):
         configuration.ssl_ca_cert = params["ca_cert"]
     return k8s_client.ApiClient(configuration)
+
+
+class _DiscoveryWithoutFile(LazyDiscoverer):
+    """Discovery of just what the module asks for, kept in memory.
+
+    The library's default keeps discovery in one JSON file in the temporary
+    directory that every module run of every run reads and, whenever it
+    learnt a group the file lacked, rewrites whole: concurrent runs rewrite
+    it in turn. Our modules need one kind each: a few small requests instead.
+    """
+
+    def __init__(self, client, cache_file):
+        # A file that never exists: nothing read, always discovered afresh.
+        super().__init__(client, "/nonexistent/ansible-operator/discovery.json")
+
+    def _write_cache(self):
+        pass
+
+
+def dynamic_client(params):
+    """A kubernetes DynamicClient from the module's auth options."""
+    return DynamicClient(api_client(params), discoverer=_DiscoveryWithoutFile)
 
 
 def auth_argument_spec():

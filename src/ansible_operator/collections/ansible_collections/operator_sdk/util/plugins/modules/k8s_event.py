@@ -8,12 +8,11 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.operator_sdk.util.plugins.module_utils.k8s_auth import (
-    api_client,
     auth_argument_spec,
+    dynamic_client,
 )
 
 try:
-    from kubernetes.dynamic import DynamicClient
     from kubernetes.dynamic.exceptions import DynamicApiError, NotFoundError
 
     K8S_IMPORT_ERROR = None
@@ -204,7 +203,7 @@ def main():
 
     where = f"Event {namespace}/{name}"
     try:
-        events = DynamicClient(api_client(params)).resources.get(api_version="v1", kind="Event")
+        events = dynamic_client(params).resources.get(api_version="v1", kind="Event")
     except Exception as error:
         module.fail_json(msg=f"k8s_event: cannot reach the API server: {error}")
 

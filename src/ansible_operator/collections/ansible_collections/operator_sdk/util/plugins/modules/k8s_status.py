@@ -9,12 +9,11 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.operator_sdk.util.plugins.module_utils.k8s_auth import (
-    api_client,
     auth_argument_spec,
+    dynamic_client,
 )
 
 try:
-    from kubernetes.dynamic import DynamicClient
     from kubernetes.dynamic.exceptions import (
         ConflictError,
         DynamicApiError,
@@ -270,7 +269,7 @@ def main():
         module.fail_json(msg=f"k8s_status: {error}")
 
     try:
-        client = DynamicClient(api_client(params))
+        client = dynamic_client(params)
         resource = client.resources.get(api_version=params["api_version"], kind=params["kind"])
     except ResourceNotFoundError:
         module.fail_json(
