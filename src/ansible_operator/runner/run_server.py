@@ -347,6 +347,7 @@ def serve(
     print("ready", flush=True)
     if targets and os.fork() == 0:
         listener.close()
+        os.nice(10)  # runs come first
         prebuild(_shared_root / "payloads", targets)
         os._exit(0)
     serve_forks(listener, _handle)
