@@ -405,8 +405,18 @@ class _Loader:
         try:
             root = yaml.compose(text, Loader=yaml.SafeLoader)
         except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+            problem = getattr(exc, "problem_mark", None)
+            context = getattr(exc, "context_mark", None)
+            mark = problem or context
             line = mark.line + 1 if mark is not None else 1
+            end = len(text.rstrip())
+            if problem is not None and problem.index >= end:
+                # Ran off the end: point at the line that opened what was never
+                # closed, or else at the last line there is.
+                if context is not None and context.index < end:
+                    line = context.line + 1
+                else:
+                    line = text.rstrip().count("\n") + 1
             detail = " ".join(str(exc).split())
             raise WatchesError([f"{self.label}:{line}: invalid YAML: {detail}"]) from None
         if root is None:

@@ -267,6 +267,13 @@ def test_invalid_yaml(tmp_path: Path) -> None:
     assert "invalid YAML" in message
 
 
+def test_an_unclosed_bracket_is_reported_where_it_opened(tmp_path: Path) -> None:
+    text = BASIC + "  vars: {a: [\n"
+    opened = text.count("\n")  # the last line opens what the end of file never closes
+    message = errors(tmp_path, text)
+    assert f"watches.yaml:{opened}: invalid YAML" in message
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [

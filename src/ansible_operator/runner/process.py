@@ -27,6 +27,7 @@ from typing import Literal
 from ansible_operator.durations import format_duration
 from ansible_operator.runner import proctree
 from ansible_operator.runner.events import RunSummary
+from ansible_operator.runner.forkserver import die_with_parent
 from ansible_operator.runner.rundir import RunDir
 
 log = logging.getLogger("ansible_operator.runner")
@@ -141,6 +142,7 @@ async def _start_process(spec: RunSpec, env: dict[str, str]) -> StartedRun:
         stderr=asyncio.subprocess.DEVNULL,
         env=env,
         start_new_session=True,
+        preexec_fn=die_with_parent,  # an operator killed with SIGKILL ends its runs
     )
     return StartedRun(process.pid, process.wait)
 

@@ -45,7 +45,7 @@ import warnings
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ansible_operator.runner import module_server, template_cache
+from ansible_operator.runner import module_server, proctree, template_cache
 from ansible_operator.runner.ansible_settings import (
     remember_preload_settings,
     reread_ansible_settings,
@@ -199,18 +199,16 @@ def _playbook_here(argv: list[str], env: dict[str, str]) -> None:
 
 # ----- the runner (one fork per run) -------------------------------------------
 class _Run:
-    def __init__(self) -> None:
-        self.playbook_pids: list[int] = []
-
     def kill(self) -> None:
-        for pid in self.playbook_pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
+        """This run's whole tree: ansible-playbook leads a session of its own
+        and each of its workers a process group of its own."""
+        everything = proctree.tree(os.getpid())
+        proctree.signal_all(everything[1:], signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(os.getpid(), signal.SIGKILL)
 
 
-def _spawn_in_process(run: _Run) -> None:
+def _spawn_in_process() -> None:
     import pexpect
 
     real_spawn = pexpect.spawn
@@ -222,7 +220,6 @@ def _spawn_in_process(run: _Run) -> None:
             resolved = pexpect.which(command, env=env) or command
             kwargs["preexec_fn"] = lambda: _playbook_here([resolved, *argv[1:]], env)
         child = real_spawn(command, args or [], **kwargs)
-        run.playbook_pids.append(child.pid)  # it leads its own session
         _close_without_delay(child)
         return child
 
@@ -279,7 +276,7 @@ def _runner(conn: socket.socket) -> None:
         tempfile.tempdir = None
         os.chdir(request["cwd"])
         threading.Thread(target=_watch_connection, args=(conn, run), daemon=True).start()
-        _spawn_in_process(run)
+        _spawn_in_process()
         _write_events_whole()
         from ansible_runner.__main__ import main
 
