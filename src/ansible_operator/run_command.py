@@ -186,6 +186,7 @@ def options_from(args: argparse.Namespace) -> OperatorOptions:
         ansible_collections_path=args.ansible_collections_path,
         ansible_args=args.ansible_args,
         ansible_log_events=args.ansible_log_events,
+        ansible_debug_logs=os.environ.get("ANSIBLE_DEBUG_LOGS", "").lower() in ("true", "1", "yes"),
         reconcile_period=args.reconcile_period,
         max_concurrent_reconciles=max(1, args.max_concurrent_reconciles),
         max_concurrent_runs=args.max_concurrent_runs,

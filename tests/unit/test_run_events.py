@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_operator.runner.events import NO_LOG_MESSAGE, RunSummary
-from ansible_operator.runner.tasklog import redact_secrets
+from ansible_operator.runner.tasklog import TaskLogger, redact_secrets
 
 
 def event(kind: str, **data: Any) -> dict[str, Any]:
@@ -91,3 +91,25 @@ def test_secret_data_is_redacted_from_logged_results() -> None:
     assert redacted["resources"][0]["metadata"] == {"name": "s"}
     assert redacted["resources"][1]["data"] == {"k": "visible"}
     assert "c2VjcmV0" not in str(redacted)
+
+
+def test_debug_logs_show_ansible_output_but_not_secret_data(caplog: Any) -> None:
+    logger = TaskLogger("nothing", "kind=Memcached", ansible_output=True)
+    with caplog.at_level("INFO", logger="ansible_operator.runner"):
+        logger.handle(
+            {
+                "event": "runner_on_ok",
+                "stdout": "ok: [localhost] => plain",
+                "event_data": {"res": {"x": 1}},
+            }
+        )
+        logger.handle(
+            {
+                "event": "runner_on_ok",
+                "stdout": 'ok: [localhost] => {"data": {"password": "c2VjcmV0"}}',
+                "event_data": {"res": {"kind": "Secret", "data": {"password": "c2VjcmV0"}}},
+            }
+        )
+    assert "ok: [localhost] => plain" in caplog.text
+    assert "c2VjcmV0" not in caplog.text
+    assert '"password": "<redacted>"' in caplog.text

@@ -238,7 +238,7 @@ class LocalControlPlane:
                 f"--service-account-issuer=https://127.0.0.1:{s.apiserver_port}",
                 f"--service-account-key-file={p / 'sa.key'}",
                 f"--service-account-signing-key-file={p / 'sa.key'}",
-                "--service-cluster-ip-range=10.0.0.0/24",
+                "--service-cluster-ip-range=10.0.0.0/16",  # room for 500-object soaks
                 "--authorization-mode=RBAC",
                 "--allow-privileged=true",
                 "--disable-admission-plugins=ServiceAccount",

@@ -19,6 +19,7 @@ class OperatorOptions:
     ansible_collections_path: str | None = None
     ansible_args: str = ""
     ansible_log_events: str = "tasks"  # tasks | everything | nothing
+    ansible_debug_logs: bool = False  # log Ansible's own output (ANSIBLE_DEBUG_LOGS)
     reconcile_period: float = DEFAULT_RECONCILE_PERIOD
     max_concurrent_reconciles: int = field(default_factory=lambda: os.cpu_count() or 1)
     max_concurrent_runs: int | None = None  # global cap across watches; None = sum of watches'

@@ -304,7 +304,9 @@ class WatchController:
             uid=metadata.get("uid", ""),
         )
         summary = RunSummary()
-        task_log = TaskLogger(options.ansible_log_events, fields(obj))
+        task_log = TaskLogger(
+            options.ansible_log_events, fields(obj), ansible_output=options.ansible_debug_logs
+        )
 
         live_output = self.shared.live_output
 

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import aiohttp
 import yaml
 from aiohttp import web
+from multidict import CIMultiDict
 
 from ansible_operator.kube.config import KubeConfig
 from ansible_operator.kube.discovery import Resource, RestMapper
@@ -52,6 +53,7 @@ HOP_BY_HOP = frozenset(
     }
 )
 APPLY_PATCH = "application/apply-patch+yaml"
+BUFFERED_BODY = 1 << 20  # larger GET answers (big LISTs) are streamed through
 MERGE_PATCHES = ("application/merge-patch+json", "application/strategic-merge-patch+json")
 
 
@@ -322,21 +324,34 @@ class ApiProxy:
                 status=502,
             )
         async with upstream:
-            response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
-            for key, value in upstream.headers.items():
-                if key.lower() not in HOP_BY_HOP:
-                    response.headers.add(key, value)
+            answer_headers = CIMultiDict(
+                (key, value)
+                for key, value in upstream.headers.items()
+                if key.lower() not in HOP_BY_HOP
+            )
             watching = request.query.get("watch") in ("1", "true")
-            if watching or target is None or request.method == "GET":
+            length = upstream.content_length
+            readonly = request.method == "GET" or target is None
+            if watching or (readonly and (length is None or length > BUFFERED_BODY)):
+                response = web.StreamResponse(
+                    status=upstream.status, reason=upstream.reason, headers=answer_headers
+                )
                 await response.prepare(request)
                 async for chunk in upstream.content.iter_any():
                     await response.write(chunk)
                 await response.write_eof()
                 return response
+            # A body of known, modest size goes back in one write: a streamed
+            # response costs a socket send per chunk plus the chunked framing.
             payload = await upstream.read()
-            await response.prepare(request)
-            await response.write(payload)
-            await response.write_eof()
+            response = web.Response(
+                status=upstream.status,
+                reason=upstream.reason,
+                body=payload,
+                headers=answer_headers,
+            )
+        if target is None or request.method == "GET":
+            return response
         if 200 <= upstream.status < 300 and request.method in ("POST", "PUT", "PATCH", "DELETE"):
             await self._after_write(target, grant.owner, payload, request.method)
         return response

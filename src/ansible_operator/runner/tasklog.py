@@ -4,6 +4,10 @@ tasks: one line per task start and per failed task (with its path and
 message); everything: every event, with its result; nothing: none. Results of
 `no_log` tasks are already censored by Ansible before they reach us, and
 failed tasks are logged by message only, never by their arguments.
+
+With `ANSIBLE_DEBUG_LOGS=true` (as the reference) Ansible's own output is
+logged too, event by event; an event whose result holds a Secret is logged as
+its redacted result instead, since Ansible prints results verbatim.
 """
 
 from __future__ import annotations
@@ -20,11 +24,14 @@ MAX_RESULT = 2000
 
 
 class TaskLogger:
-    def __init__(self, mode: str, object_fields: str) -> None:
+    def __init__(self, mode: str, object_fields: str, ansible_output: bool = False) -> None:
         self.mode = mode
         self.fields = object_fields
+        self.ansible_output = ansible_output
 
     def handle(self, event: Mapping[str, Any]) -> None:
+        if self.ansible_output:
+            self._log_output(event)
         if self.mode == "nothing":
             return
         kind = event.get("event", "")
@@ -57,6 +64,17 @@ class TaskLogger:
             log.info(
                 "event %s event=%s task=%r result=%s", self.fields, kind, data.get("task", ""), text
             )
+
+    def _log_output(self, event: Mapping[str, Any]) -> None:
+        text = str(event.get("stdout") or "")
+        if not text:
+            return
+        result = (event.get("event_data") or {}).get("res")
+        if result is not None:
+            redacted = redact_secrets(result)
+            if redacted != result:
+                text = f"{event.get('event')}: {json.dumps(redacted, default=str)}"
+        log.info("ansible output %s\n%s", self.fields, text)
 
 
 def redact_secrets(value: Any) -> Any:

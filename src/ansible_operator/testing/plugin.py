@@ -6,11 +6,13 @@ ansible-operator installed gets these fixtures:
 - `kube_cluster` (session): the cluster in KUBECONFIG, envtest binaries in
   KUBEBUILDER_ASSETS, or our local control plane (built on first use);
 - `kube_api` (session): a `kubernetes.client.ApiClient` for it;
-- `kube_namespace`: a fresh namespace per test, deleted afterwards.
+- `kube_namespace`: a fresh namespace per test, deleted afterwards (finalizers
+  of custom objects left in it are dropped, so it never stays Terminating).
 """
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Iterator
 
@@ -44,3 +46,33 @@ def kube_namespace(kube_api: client.ApiClient, request: pytest.FixtureRequest) -
     except client.ApiException as error:
         if error.status != 404:
             raise
+    _release_custom_objects(kube_api, name)
+
+
+def _release_custom_objects(api: client.ApiClient, namespace: str) -> None:
+    """Custom objects left with finalizers once the test's operator is gone
+    would keep the namespace terminating forever (and the control plane busy
+    retrying): drop their finalizers, the operator will not come back."""
+    custom = client.CustomObjectsApi(api)
+    for crd in client.ApiextensionsV1Api(api).list_custom_resource_definition().items:
+        if crd.spec.scope != "Namespaced":
+            continue
+        for version in (v.name for v in crd.spec.versions if v.served):
+            try:
+                items = custom.list_namespaced_custom_object(
+                    crd.spec.group, version, namespace, crd.spec.names.plural
+                )["items"]
+            except client.ApiException:
+                continue
+            for item in items:
+                if item["metadata"].get("finalizers"):
+                    with contextlib.suppress(client.ApiException):
+                        custom.patch_namespaced_custom_object(
+                            crd.spec.group,
+                            version,
+                            namespace,
+                            crd.spec.names.plural,
+                            item["metadata"]["name"],
+                            {"metadata": {"finalizers": None}},
+                        )
+            break  # one served version lists them all
