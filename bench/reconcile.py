@@ -54,6 +54,16 @@ class Result:
     steady_runs: int = 0
 
 
+def memcached(name: str, index: int) -> dict:
+    """One benchmark object; sizes vary so Deployments differ."""
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "Memcached",
+        "metadata": {"name": name},
+        "spec": {"size": 1 + index % 3},
+    }
+
+
 def _memory_mib(pids: list[int]) -> float:
     """Proportional set size: pages shared by forks are counted once, not per process."""
     total_kib = 0
@@ -143,16 +153,7 @@ def measure(
         for index in range(objects):
             name = f"m-{index}"
             custom.create_namespaced_custom_object(
-                GROUP,
-                VERSION,
-                namespace,
-                PLURAL,
-                {
-                    "apiVersion": f"{GROUP}/{VERSION}",
-                    "kind": "Memcached",
-                    "metadata": {"name": name},
-                    "spec": {"size": 1 + index % 3},
-                },
+                GROUP, VERSION, namespace, PLURAL, memcached(name, index)
             )
             created[name] = time.monotonic()
         done: dict[str, float] = {}

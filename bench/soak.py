@@ -29,7 +29,7 @@ from ansible_operator.cluster import provide
 from ansible_operator.runner import proctree
 from ansible_operator.testing.manifests import apply_manifests
 from ansible_operator.testing.operator import OperatorProcess
-from reconcile import GROUP, HERE, PLURAL, VERSION, _memory_mib
+from reconcile import GROUP, HERE, PLURAL, VERSION, _memory_mib, memcached
 
 
 def _rss_mib(pid: int) -> float:
@@ -87,16 +87,7 @@ def soak(kubeconfig: Path, api: client.ApiClient, args: argparse.Namespace) -> b
     try:
         for index in range(args.objects):
             custom.create_namespaced_custom_object(
-                GROUP,
-                VERSION,
-                namespace,
-                PLURAL,
-                {
-                    "apiVersion": f"{GROUP}/{VERSION}",
-                    "kind": "Memcached",
-                    "metadata": {"name": f"m-{index}"},
-                    "spec": {"size": 1 + index % 3},
-                },
+                GROUP, VERSION, namespace, PLURAL, memcached(f"m-{index}", index)
             )
         done: set[str] = set()
         deadline = time.monotonic() + args.objects * 15

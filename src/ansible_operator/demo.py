@@ -27,6 +27,7 @@ from kubernetes import client, config
 from ansible_operator.cluster import LocalControlPlane, default_state_dir, local_binaries, provide
 from ansible_operator.testing.manifests import apply_manifests, documents
 from ansible_operator.testing.operator import OperatorProcess
+from ansible_operator.testing.waiting import get_custom
 
 # (group, version, plural, name suffix, status its operator writes when ready)
 HARBOR_DEPENDENCIES = (
@@ -80,19 +81,6 @@ def _condition(obj: dict[str, Any] | None, kind: str) -> str:
     return "-"
 
 
-def _get(
-    api: client.ApiClient, group: str, version: str, plural: str, namespace: str, name: str
-) -> dict[str, Any] | None:
-    try:
-        return client.CustomObjectsApi(api).get_namespaced_custom_object(
-            group, version, namespace, plural, name
-        )
-    except client.ApiException as error:
-        if error.status == 404:
-            return None
-        raise
-
-
 def _memcached(api: client.ApiClient, root: Path, namespace: str) -> None:
     sample = root / "config" / "samples" / "cache_v1alpha1_memcached.yaml"
     obj = documents(sample)[0]
@@ -101,7 +89,7 @@ def _memcached(api: client.ApiClient, root: Path, namespace: str) -> None:
     apply_manifests(api, sample, namespace)
     done = _until(
         lambda: (
-            (o := _get(api, "cache.example.com", "v1alpha1", "memcacheds", namespace, name))
+            (o := get_custom(api, "cache.example.com", "v1alpha1", "memcacheds", namespace, name))
             and _condition(o, "Successful") == "True"
             and o
         ),
@@ -134,7 +122,7 @@ def _harbor(api: client.ApiClient, root: Path, namespace: str) -> None:
     started = time.monotonic()
     ready: set[str] = set()
     while time.monotonic() - started < 300:
-        obj = _get(api, "goharbor.io", "v1beta1", "harborclusters", namespace, name)
+        obj = get_custom(api, "goharbor.io", "v1beta1", "harborclusters", namespace, name)
         status = (obj or {}).get("status") or {}
         line = (
             f"   status={status.get('status', '-'):<9} "
@@ -151,7 +139,10 @@ def _harbor(api: client.ApiClient, root: Path, namespace: str) -> None:
             return
         for group, version, plural, suffix, ready_status in HARBOR_DEPENDENCIES:
             dependent = f"{name}-{suffix}" if suffix else name
-            if plural in ready or _get(api, group, version, plural, namespace, dependent) is None:
+            if (
+                plural in ready
+                or get_custom(api, group, version, plural, namespace, dependent) is None
+            ):
                 continue
             _say(f"         (as its operator would: {plural}/{dependent} is ready)")
             custom.patch_namespaced_custom_object_status(

@@ -94,23 +94,6 @@ def failed(
     return next(c for c in obj["status"]["conditions"] if c["type"] == "Failure")
 
 
-def config_map(api: client.ApiClient, namespace: str, name: str) -> dict[str, str] | None:
-    try:
-        return client.CoreV1Api(api).read_namespaced_config_map(name, namespace).data or {}
-    except client.ApiException as error:
-        if error.status == 404:
-            return None
-        raise
-
-
-def events_for(api: client.ApiClient, namespace: str, name: str) -> list[client.CoreV1Event]:
-    return [
-        event
-        for event in client.CoreV1Api(api).list_namespaced_event(namespace).items
-        if event.involved_object.name == name
-    ]
-
-
 def alive(pids: list[int]) -> list[int]:
     """Those of `pids` still running (zombies and reused pids aside)."""
     running = []

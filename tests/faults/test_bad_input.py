@@ -11,17 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from faultops import (
-    OPERATOR,
-    StartOperator,
-    config_map,
-    converged,
-    create,
-    events_for,
-    failed,
-)
+from faultops import OPERATOR, StartOperator, converged, create, failed
 from kubernetes import client
 
+from ansible_operator.testing.reading import config_map, events_for
 from ansible_operator.testing.waiting import eventually
 
 pytestmark = pytest.mark.cluster

@@ -18,11 +18,9 @@ from faultops import (
     VERSION,
     StartOperator,
     all_gone,
-    config_map,
     converged,
     create,
     delete,
-    events_for,
     failed,
     get,
     patch_spec,
@@ -31,6 +29,7 @@ from kubernetes import client
 
 from ansible_operator.cluster import LocalControlPlane
 from ansible_operator.runner import proctree
+from ansible_operator.testing.reading import config_map, events_for
 from ansible_operator.testing.waiting import eventually
 
 pytestmark = pytest.mark.cluster

@@ -11,17 +11,12 @@ import stat
 from pathlib import Path
 
 import pytest
-from faultops import (
-    StartOperator,
-    converged,
-    create,
-    events_for,
-    failed,
-)
+from faultops import StartOperator, converged, create, failed
 from kubernetes import client
 
 from ansible_operator.cluster import LocalControlPlane
 from ansible_operator.testing.manifests import apply_manifests
+from ansible_operator.testing.reading import events_for
 from ansible_operator.testing.waiting import eventually, wait_for_condition
 
 pytestmark = pytest.mark.cluster

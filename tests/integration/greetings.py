@@ -34,23 +34,6 @@ def patch_spec(api: client.ApiClient, namespace: str, name: str, spec: dict[str,
     )
 
 
-def config_map(api: client.ApiClient, namespace: str, name: str) -> dict[str, str] | None:
-    try:
-        return client.CoreV1Api(api).read_namespaced_config_map(name, namespace).data
-    except client.ApiException as error:
-        if error.status == 404:
-            return None
-        raise
-
-
-def events_for(api: client.ApiClient, namespace: str, name: str) -> list[client.CoreV1Event]:
-    return [
-        e
-        for e in client.CoreV1Api(api).list_namespaced_event(namespace).items
-        if e.involved_object.name == name
-    ]
-
-
 def wait_successful(api: client.ApiClient, namespace: str, name: str, **kwargs: Any):
     return wait_for_condition(
         api, GROUP, VERSION, "greetings", namespace, name, "Successful", **kwargs

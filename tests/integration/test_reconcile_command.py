@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from greetings import GROUP, OPERATOR, VERSION, config_map
+from greetings import GROUP, OPERATOR, VERSION
 from kubernetes import client
 
 from ansible_operator.cluster import Cluster
+from ansible_operator.testing.reading import config_map
 from ansible_operator.testing.waiting import get_custom
 
 pytestmark = pytest.mark.cluster

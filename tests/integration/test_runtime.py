@@ -11,21 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from greetings import (
-    GROUP,
-    OPERATOR,
-    VERSION,
-    config_map,
-    create,
-    events_for,
-    greeting,
-    patch_spec,
-    wait_successful,
-)
+from greetings import GROUP, OPERATOR, VERSION, create, greeting, patch_spec, wait_successful
 from kubernetes import client
 
 from ansible_operator.cluster import Cluster
 from ansible_operator.testing.operator import OperatorProcess
+from ansible_operator.testing.reading import config_map, events_for
 from ansible_operator.testing.waiting import (
     condition_of,
     eventually,
