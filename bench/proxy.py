@@ -4,18 +4,21 @@
 
 Starts a local control plane (or uses KUBECONFIG), fills a namespace with
 ConfigMaps, then times the same requests three ways in one run, on one
-keep-alive aiohttp session each: direct to kube-apiserver, through the proxy
-with the kind not cached (forwarded), and through the proxy with an informer
-on the kind (answered from the cache). Prints p50/p99 and the difference.
+keep-alive aiohttp session each, interleaved request by request: direct to
+kube-apiserver, through the proxy with the kind not cached (forwarded), and
+through the proxy with an informer on the kind (answered from the cache).
+Prints p50/p99 and the difference.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import statistics
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
@@ -45,18 +48,36 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-async def timed(
-    session: aiohttp.ClientSession, method: str, url: str, headers: dict, count: int, body_for=None
-) -> list[float]:
-    samples = []
+@dataclass
+class Path_:
+    """One way to the API server: a keep-alive session, its base URL and headers."""
+
+    label: str
+    session: aiohttp.ClientSession
+    url: str
+    headers: dict[str, str]
+
+
+async def once(path: Path_, method: str, target: str, body: dict | None) -> float:
+    started = time.perf_counter()
+    async with path.session.request(
+        method, path.url + target, headers=path.headers, json=body
+    ) as response:
+        await response.read()
+        assert response.status < 300, (response.status, await response.text())
+    return (time.perf_counter() - started) * 1000
+
+
+async def interleaved(
+    paths: list[Path_], method: str, target: str, count: int, body_for=None
+) -> dict[str, list[float]]:
+    """Each round sends one request per path, in turn: drift of the API server
+    (its cache, etcd growing with the POSTs) then weighs on every path alike."""
+    samples: dict[str, list[float]] = {path.label: [] for path in paths}
     for index in range(count):
-        started = time.perf_counter()
-        async with session.request(
-            method, url, headers=headers, json=body_for(index) if body_for else None
-        ) as response:
-            await response.read()
-            assert response.status < 300, (response.status, await response.text())
-        samples.append((time.perf_counter() - started) * 1000)
+        for path in paths:
+            body = body_for(path.label, index) if body_for else None
+            samples[path.label].append(await once(path, method, target, body))
     return samples
 
 
@@ -81,88 +102,64 @@ async def measure(config: KubeConfig, requests: int, objects: int) -> None:
         await informer.wait_synced()
         view = CachedKindView(SharedInformer(informer, configmaps, (namespace,), False))
         owner = Owner("bench.example.com", "v1", "Bench", namespace, "b", str(uuid.uuid4()))
-        rows = []
         base = f"/api/v1/namespaces/{namespace}/configmaps"
-        try:
-            for label, cache in (
-                ("proxy, forwarded", OneKind(None, configmaps)),
-                ("proxy, cached", OneKind(view, configmaps)),
-            ):
-                proxy = ApiProxy(config, mapper, cache=cache, port=0)
-                port = await proxy.start()
-                token = proxy.grant(owner).kubeconfig["users"][0]["user"]["token"]
-                async with aiohttp.ClientSession() as session:
-                    auth = {"Authorization": f"Bearer {token}"}
-                    url = f"http://127.0.0.1:{port}"
-                    await timed(session, "GET", url + base + "/cm-0", auth, 20)  # warm up
-                    rows.append(
-                        (
-                            label,
-                            {
-                                "GET": await timed(
-                                    session, "GET", url + base + "/cm-0", auth, requests
-                                ),
-                                "LIST": await timed(
-                                    session,
-                                    "GET",
-                                    url + base + "?labelSelector=bench",
-                                    auth,
-                                    requests,
-                                ),
-                                "POST": await timed(
-                                    session,
-                                    "POST",
-                                    url + base,
-                                    auth,
-                                    requests // 3,
-                                    lambda i, lab=label: {"metadata": {"name": f"p-{lab[7]}-{i}"}},
-                                ),
-                            },
-                        )
-                    )
-                await proxy.stop()
-            connector = aiohttp.TCPConnector(ssl=config.ssl)
-            async with aiohttp.ClientSession(connector=connector) as session:
-                auth = await config.auth_headers()
-                url = config.server
-                await timed(session, "GET", url + base + "/cm-0", auth, 20)
-                rows.insert(
-                    0,
-                    (
-                        "direct",
-                        {
-                            "GET": await timed(
-                                session, "GET", url + base + "/cm-0", auth, requests
-                            ),
-                            "LIST": await timed(
-                                session, "GET", url + base + "?labelSelector=bench", auth, requests
-                            ),
-                            "POST": await timed(
-                                session,
-                                "POST",
-                                url + base,
-                                auth,
-                                requests // 3,
-                                lambda i: {"metadata": {"name": f"d-{i}"}},
-                            ),
-                        },
+        proxies = [
+            ApiProxy(config, mapper, cache=OneKind(None, configmaps), port=0),
+            ApiProxy(config, mapper, cache=OneKind(view, configmaps), port=0),
+        ]
+        async with contextlib.AsyncExitStack() as stack:
+            paths = [
+                Path_(
+                    "direct",
+                    await stack.enter_async_context(
+                        aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=config.ssl))
                     ),
+                    config.server,
+                    await config.auth_headers(),
                 )
-        finally:
-            await informer.stop()
-            await api.delete(namespaces, namespace)
-    direct = rows[0][1]
+            ]
+            for label, proxy in zip(("proxy, forwarded", "proxy, cached"), proxies, strict=True):
+                port = await proxy.start()
+                stack.push_async_callback(proxy.stop)
+                token = proxy.grant(owner).kubeconfig["users"][0]["user"]["token"]
+                paths.append(
+                    Path_(
+                        label,
+                        await stack.enter_async_context(aiohttp.ClientSession()),
+                        f"http://127.0.0.1:{port}",
+                        {"Authorization": f"Bearer {token}"},
+                    )
+                )
+            try:
+                await interleaved(paths, "GET", base + "/cm-0", 20)  # warm up
+                results = {
+                    "GET": await interleaved(paths, "GET", base + "/cm-0", requests),
+                    "LIST": await interleaved(
+                        paths, "GET", base + "?labelSelector=bench", requests
+                    ),
+                    "POST": await interleaved(
+                        paths,
+                        "POST",
+                        base,
+                        requests // 3,
+                        lambda label, i: {"metadata": {"name": f"p-{label[-4:]}-{i}"}},
+                    ),
+                }
+            finally:
+                await informer.stop()
+                await api.delete(namespaces, namespace)
     print(
         f"{requests} GETs and LISTs ({objects} ConfigMaps), {requests // 3} POSTs, sequential, "
-        "keep-alive; milliseconds"
+        "keep-alive, the three paths interleaved; milliseconds"
     )
     print(f"{'path':<18} {'op':<5} {'p50':>7} {'p99':>7} {'p50 vs direct':>14}")
-    for label, samples in rows:
-        for op, values in samples.items():
+    for path in paths:
+        for op, by_path in results.items():
+            values = by_path[path.label]
             p50, p99 = statistics.median(values), percentile(values, 0.99)
-            delta = p50 - statistics.median(direct[op])
-            shown = "" if label == "direct" else f"{delta:+.2f}"
-            print(f"{label:<18} {op:<5} {p50:7.2f} {p99:7.2f} {shown:>14}")
+            delta = p50 - statistics.median(by_path["direct"])
+            shown = "" if path.label == "direct" else f"{delta:+.2f}"
+            print(f"{path.label:<18} {op:<5} {p50:7.2f} {p99:7.2f} {shown:>14}")
 
 
 def main() -> None:
