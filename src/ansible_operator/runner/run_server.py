@@ -45,7 +45,7 @@ import warnings
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ansible_operator.runner import module_server, proctree, template_cache
+from ansible_operator.runner import local_tmp, module_server, proctree, template_cache
 from ansible_operator.runner.ansible_settings import (
     remember_preload_settings,
     reread_ansible_settings,
@@ -173,6 +173,7 @@ def _playbook_here(argv: list[str], env: dict[str, str]) -> None:
             stream.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
         reread_ansible_settings()
         _freeze_before_each_worker()
+        local_tmp.install()
         share_payload_cache(_shared_root / "payloads", Path(argv[-1]))
         template_cache.install(_shared_root / "templates")
         # The server configured it already, with this run's settings.
