@@ -13,16 +13,11 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.playbook.play_context import PlayContext
 from ansible.playbook.task import Task
 from ansible.plugins.action import ActionBase
-from ansible.plugins.loader import action_loader, connection_loader, init_plugin_loader
+from ansible.plugins.loader import action_loader, connection_loader
 
 from ansible_operator.runner import local_tmp
 
 PATCHED = ("_make_tmp_path", "_remove_tmp_path", "_remote_expand_user")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def plugins() -> None:
-    init_plugin_loader()
 
 
 def local_action(remote_tmp: Path, *, become: bool = False) -> Any:
