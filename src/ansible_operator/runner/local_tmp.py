@@ -67,7 +67,7 @@ def install() -> None:
             ) from error
         finally:
             os.umask(previous)
-        display.vvv(f"<local> made {path} in process", host="localhost")
+        display.vvv(f"made {path} in process (local connection)")
         self._cleanup_remote_tmp = True
         shell.tmpdir = shell.join_path(str(path), "")
         return shell.tmpdir
