@@ -85,23 +85,31 @@ def _cpu_seconds(root: int) -> float:
     return total / CLOCK_TICKS
 
 
-def _operator_requests(operator: OperatorProcess) -> tuple[float, float]:
-    """(requests the operator and its runs sent to the API server, reads
-    answered from its cache), from its own metrics."""
+def metrics_url(operator: OperatorProcess) -> str:
+    """Where the operator serves its metrics (it binds a free port)."""
     match = re.search(r"metrics server listening address=\('[\d.]+', (\d+)\)", operator.logs)
     if not match:
         raise SystemExit("the operator did not log its metrics address")
-    with urllib.request.urlopen(f"http://127.0.0.1:{match.group(1)}/metrics", timeout=5) as page:
-        text = page.read().decode()
-    sent = sum(
-        float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line.startswith("ansible_operator_api_requests_total{")
-    )
-    hits = sum(
-        float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line.startswith("ansible_operator_proxy_cache_hits_total")
+    return f"http://127.0.0.1:{match.group(1)}/metrics"
+
+
+def metric_total(url: str, *prefixes: str) -> list[float]:
+    """For each prefix, the sum of the samples whose lines start with it."""
+    with urllib.request.urlopen(url, timeout=5) as page:
+        lines = page.read().decode().splitlines()
+    return [
+        sum(float(line.rsplit(" ", 1)[1]) for line in lines if line.startswith(prefix))
+        for prefix in prefixes
+    ]
+
+
+def _operator_requests(operator: OperatorProcess) -> tuple[float, float]:
+    """(requests the operator and its runs sent to the API server, reads
+    answered from its cache), from its own metrics."""
+    sent, hits = metric_total(
+        metrics_url(operator),
+        "ansible_operator_api_requests_total{",
+        "ansible_operator_proxy_cache_hits_total",
     )
     return sent, hits
 

@@ -15,11 +15,9 @@ was exceeded.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import threading
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 
@@ -29,7 +27,16 @@ from ansible_operator.cluster import provide
 from ansible_operator.runner import proctree
 from ansible_operator.testing.manifests import apply_manifests
 from ansible_operator.testing.operator import OperatorProcess
-from reconcile import GROUP, HERE, PLURAL, VERSION, _memory_mib, memcached
+from reconcile import (
+    GROUP,
+    HERE,
+    PLURAL,
+    VERSION,
+    _memory_mib,
+    memcached,
+    metric_total,
+    metrics_url,
+)
 
 
 def _rss_mib(pid: int) -> float:
@@ -37,16 +44,6 @@ def _rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
-
-
-def _in_flight(port: str) -> float:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as page:
-        text = page.read().decode()
-    return sum(
-        float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line.startswith("ansible_operator_runs_in_flight{")
-    )
 
 
 def soak(kubeconfig: Path, api: client.ApiClient, args: argparse.Namespace) -> bool:
@@ -69,8 +66,7 @@ def soak(kubeconfig: Path, api: client.ApiClient, args: argparse.Namespace) -> b
     ).start()
     assert operator.process is not None
     root = operator.process.pid
-    port = re.search(r"metrics server listening address=\('[\d.]+', (\d+)\)", operator.logs)
-    assert port is not None
+    metrics = metrics_url(operator)
     peaks = {"rss": 0.0, "pss": 0.0, "runs": 0.0}
     sampling = threading.Event()
 
@@ -78,7 +74,8 @@ def soak(kubeconfig: Path, api: client.ApiClient, args: argparse.Namespace) -> b
         while not sampling.is_set():
             peaks["rss"] = max(peaks["rss"], _rss_mib(root))
             peaks["pss"] = max(peaks["pss"], _memory_mib(proctree.tree(root)))
-            peaks["runs"] = max(peaks["runs"], _in_flight(port.group(1)))
+            (in_flight,) = metric_total(metrics, "ansible_operator_runs_in_flight{")
+            peaks["runs"] = max(peaks["runs"], in_flight)
             time.sleep(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)

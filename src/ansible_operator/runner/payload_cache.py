@@ -81,8 +81,7 @@ def playbook_identity(playbook: Path) -> bytes | None:
     if generated:
         with contextlib.suppress(ValueError, TypeError, AttributeError):
             plays = json.loads(text)
-            roles = sorted(str(role.get("name")) for play in plays for role in play["roles"])
-            return ("roles:" + json.dumps(roles)).encode()
+            return roles_identity([str(r.get("name")) for play in plays for r in play["roles"]])
     return b"\0".join([str(playbook.resolve()).encode(), text])
 
 
