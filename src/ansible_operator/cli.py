@@ -142,6 +142,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_scaffold_commands(commands)
 
+    from ansible_operator.check import add_check_arguments, check
+
+    check_parser = commands.add_parser(
+        "check",
+        help="load watches.yaml, roles and playbooks without a cluster and report "
+        "what will fail (ansible-core 2.19 templating changes included)",
+    )
+    add_check_arguments(check_parser)
+    check_parser.set_defaults(func=check)
+
     demo_parser = commands.add_parser(
         "demo",
         help="run the sample operators on the local control plane (or KUBECONFIG) "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import contextlib
 from typing import Any
 
 import aiohttp
@@ -11,26 +11,13 @@ from prometheus_client import (
     Counter,
     Gauge,
     Histogram,
-    Summary,
     generate_latest,
 )
-from prometheus_client.metrics import MetricWrapperBase
 
 from ansible_operator import __version__
+from ansible_operator.user_metrics import UserMetrics
 
 RUN_BUCKETS = (0.25, 0.5, 1, 2, 3, 5, 8, 13, 21, 34, 60, 120, 300, 600)
-_USER_TYPES: dict[str, type[MetricWrapperBase]] = {
-    "counter": Counter,
-    "gauge": Gauge,
-    "histogram": Histogram,
-    "summary": Summary,
-}
-_OPERATIONS = {
-    "counter": {"increment", "add"},
-    "gauge": {"set", "increment", "decrement", "add", "subtract", "set_to_current_time"},
-    "histogram": {"observe"},
-    "summary": {"observe"},
-}
 
 
 class Metrics:
@@ -82,7 +69,13 @@ class Metrics:
             "Reads of runs answered from the operator's cache instead of the API server",
             registry=r,
         )
-        self._user: dict[str, MetricWrapperBase] = {}
+        self._user = UserMetrics(r)
+
+    def forget_object(self, name: str, namespace: str, group: str, version: str, kind: str) -> None:
+        """A deleted object's series go: without this, every object ever
+        reconciled would stay in the exposition for the operator's life."""
+        with contextlib.suppress(KeyError):
+            self.resource_created_at.remove(name, namespace, group, version, kind)
 
     def request_counter(self, source: str) -> aiohttp.TraceConfig:
         """Counts every request of the aiohttp session it is given to."""
@@ -99,45 +92,9 @@ class Metrics:
         return trace
 
     def user_metric(self, payload: dict[str, Any]) -> None:
-        """Apply one osdk_metric call. Raises ValueError on a bad payload."""
-        name = payload.get("name")
-        kind = payload.get("type")
-        operation = payload.get("operation")
-        if not isinstance(name, str) or not name:
-            raise ValueError("metric payload needs a 'name'")
-        if kind not in _USER_TYPES:
-            raise ValueError(f"metric {name}: unknown type {kind!r}")
-        if operation not in _OPERATIONS[kind]:
-            raise ValueError(f"metric {name}: {kind} does not support {operation!r}")
-        metric = self._user.get(name)
-        if metric is None:
-            metric = _USER_TYPES[kind](
-                name, str(payload.get("description") or name), registry=self.registry
-            )
-            self._user[name] = metric
-        elif metric._type != kind:  # type: ignore[attr-defined]
-            raise ValueError(f"metric {name} is a {metric._type}, not a {kind}")  # type: ignore[attr-defined]
-        value = payload.get("value")
-        amount = float(value) if value is not None else 1.0
-        match operation:
-            case "increment" if kind == "counter":
-                metric.inc()  # type: ignore[attr-defined]
-            case "add" if kind == "counter":
-                metric.inc(amount)  # type: ignore[attr-defined]
-            case "set":
-                metric.set(amount)  # type: ignore[attr-defined]
-            case "increment":
-                metric.inc()  # type: ignore[attr-defined]
-            case "decrement":
-                metric.dec()  # type: ignore[attr-defined]
-            case "add":
-                metric.inc(amount)  # type: ignore[attr-defined]
-            case "subtract":
-                metric.dec(amount)  # type: ignore[attr-defined]
-            case "set_to_current_time":
-                metric.set(time.time())  # type: ignore[attr-defined]
-            case "observe":
-                metric.observe(amount)  # type: ignore[attr-defined]
+        """Apply one osdk_metric payload, as the Go operator does.
+        Raises ValueError, with Go's message, on a payload it refuses."""
+        self._user.apply(payload)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -3,12 +3,17 @@
 The order and names follow Operator SDK's Ansible operator (later entries overwrite
 earlier ones):
 
-1. the spec's keys, converted to snake_case (unless ``snakeCaseParameters: false``),
-   every string value marked unsafe when the watch asks for it;
+1. the spec's keys, converted to snake_case (unless ``snakeCaseParameters: false``);
 2. ``ansible_operator_meta: {name, namespace}``;
 3. ``_<group>_<kind>``: the whole object;
 4. ``_<group>_<kind>_spec``: the raw spec, keys as written;
 5. the watch's ``vars``, then (finalizer runs) the finalizer's ``vars``.
+
+Everything in 1-4 comes from the cluster, so whoever may create the object
+wrote it: unless the watch says ``markUnsafe: false``, every string in it is
+marked unsafe, data Ansible never templates (else ``{{ lookup('pipe', ...) }}``
+in a spec would run as the operator). The watch's own ``vars`` are the
+operator author's and keep their Jinja.
 
 The snake_case conversion gives the same names as the reference for its tested cases
 (``sizeK8sBuckets`` → ``size_k8s_buckets``, a leading capital gives a leading ``_``,
@@ -142,18 +147,16 @@ def build_extravars(
     spec: Mapping[str, Any] = raw_spec if isinstance(raw_spec, Mapping) else {}
     metadata = obj.get("metadata") or {}
 
-    extravars: dict[str, Any] = {}
-    params: Any = snake_case_keys(spec) if snake_case else copy.deepcopy(dict(spec))
-    if unsafe:
-        params = mark_unsafe(params)
-    extravars.update(params)
-    extravars["ansible_operator_meta"] = {
+    from_cluster: dict[str, Any] = {}
+    from_cluster.update(snake_case_keys(spec) if snake_case else copy.deepcopy(dict(spec)))
+    from_cluster["ansible_operator_meta"] = {
         "name": metadata.get("name", ""),
         "namespace": metadata.get("namespace", ""),
     }
     var = object_var_name(group, kind)
-    extravars[var] = copy.deepcopy(dict(obj))
-    extravars[f"{var}_spec"] = copy.deepcopy(raw_spec)
+    from_cluster[var] = copy.deepcopy(dict(obj))
+    from_cluster[f"{var}_spec"] = copy.deepcopy(raw_spec)
+    extravars: dict[str, Any] = mark_unsafe(from_cluster) if unsafe else from_cluster
     if watch_vars:
         extravars.update(copy.deepcopy(dict(watch_vars)))
     if finalizer_vars:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -23,7 +24,7 @@ import yaml
 
 from ansible_operator import logs
 from ansible_operator.cluster import connect_config
-from ansible_operator.controller.options import OperatorOptions
+from ansible_operator.controller.options import OperatorOptions, facts_skipped
 from ansible_operator.controller.reconciler import ObjectKey, Shared, WatchController
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.kube.config import KubeConfigError
@@ -31,7 +32,7 @@ from ansible_operator.kube.discovery import Resource, RestMapper
 from ansible_operator.metrics import Metrics
 from ansible_operator.proxy.server import ApiProxy
 from ansible_operator.runner.receiver import EventReceiver
-from ansible_operator.watches import Watch, WatchesError, load_watches
+from ansible_operator.watches import Watch, WatchesError, load_watches, templated_cluster_data
 
 FIELD_MANAGER = "ansible-operator-reconcile"
 
@@ -152,6 +153,8 @@ def print_conditions(obj: dict[str, Any]) -> None:
 
 async def reconcile_once(args: argparse.Namespace) -> int:
     watches = load_watches(args.watches_file, cwd=Path.cwd())
+    for warning in templated_cluster_data(watches):
+        print(f"ansible-operator: warning: {warning}", file=sys.stderr)
     config = connect_config(args.kubeconfig)
     options = OperatorOptions(
         watches_file=args.watches_file,
@@ -159,7 +162,7 @@ async def reconcile_once(args: argparse.Namespace) -> int:
         ansible_log_events="nothing",
         run_timeout=args.timeout,
         check_mode=args.check,
-        skip_facts=True,
+        skip_facts=facts_skipped(os.environ),
     )
     with tempfile.TemporaryDirectory(prefix="ansible-operator-reconcile-") as scratch:
         receiver = EventReceiver(Path(scratch) / "events.sock")

@@ -9,13 +9,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import sys
 from pathlib import Path
 
 from ansible_operator import logs
-from ansible_operator.controller.options import DEFAULT_RECONCILE_PERIOD, OperatorOptions
+from ansible_operator.controller.options import (
+    DEFAULT_API_SERVER_LIVE_GRACE,
+    DEFAULT_API_SERVER_READY_GRACE,
+    DEFAULT_MAX_RUN_OUTPUT,
+    DEFAULT_RECONCILE_PERIOD,
+    DEFAULT_RUN_MEMORY_LIMIT,
+    DEFAULT_RUN_TIMEOUT,
+    OperatorOptions,
+    facts_skipped,
+    unquoted,
+)
 from ansible_operator.durations import DurationError, parse_duration
+from ansible_operator.sizes import SizeError, parse_size
+
+log = logging.getLogger("ansible_operator")
 
 TRUE = {"true", "1", "yes", "t"}
 FALSE = {"false", "0", "no", "f"}
@@ -34,6 +48,13 @@ def go_duration(text: str) -> float:
     try:
         return parse_duration(text)
     except DurationError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except SizeError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
@@ -117,9 +138,23 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--run-timeout",
         type=go_duration,
-        default=None,
+        default=DEFAULT_RUN_TIMEOUT,
         metavar="DURATION",
-        help="kill a run that takes longer (default: none; per watch: runTimeout)",
+        help="kill a run that takes longer (default: 1h; 0: never; per watch: runTimeout)",
+    )
+    parser.add_argument(
+        "--max-run-output",
+        type=size,
+        default=DEFAULT_MAX_RUN_OUTPUT,
+        metavar="SIZE",
+        help="stop a run that prints more Ansible output (default: 32Mi; 0: no cap)",
+    )
+    parser.add_argument(
+        "--run-memory-limit",
+        type=size,
+        default=DEFAULT_RUN_MEMORY_LIMIT,
+        metavar="SIZE",
+        help="memory of all a run's processes, where cgroups allow (default: 1Gi; 0: no cap)",
     )
     parser.add_argument(
         "--proxy-port",
@@ -130,11 +165,49 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--metrics-bind-address",
         "--metrics-addr",
-        default=":8443",
-        help="metrics server address ('0' disables)",
+        default=None,
+        help="metrics server address ('0' disables; default: :8443 with --metrics-secure, "
+        "else 127.0.0.1:8443)",
+    )
+    add_bool(
+        parser,
+        "--metrics-secure",
+        default=False,
+        help="serve metrics over HTTPS to clients the API server authenticates "
+        "(TokenReview) and authorizes for GET /metrics (SubjectAccessReview)",
+    )
+    add_bool(
+        parser,
+        "--metrics-require-rbac",
+        default=False,
+        help="authenticate and authorize metrics clients, over HTTP too",
     )
     parser.add_argument(
+        "--metrics-cert-path",
+        type=Path,
+        default=None,
+        help="directory of the metrics server's certificate (default: a self-signed one)",
+    )
+    parser.add_argument("--metrics-cert-name", default="tls.crt")
+    parser.add_argument("--metrics-cert-key", default="tls.key")
+    parser.add_argument(
         "--health-probe-bind-address", default=":6789", help="health probe address ('0' disables)"
+    )
+    parser.add_argument(
+        "--api-server-ready-grace",
+        type=go_duration,
+        default=DEFAULT_API_SERVER_READY_GRACE,
+        metavar="DURATION",
+        help="/readyz fails once the API server has been unreachable this long "
+        "(default: 30s; 0: never)",
+    )
+    parser.add_argument(
+        "--api-server-live-grace",
+        type=go_duration,
+        default=DEFAULT_API_SERVER_LIVE_GRACE,
+        metavar="DURATION",
+        help="/healthz fails once the API server has been unreachable this long, "
+        "so that a restart may help (default: 5m; 0: never)",
     )
     add_bool(parser, "--leader-elect", default=False, help="run only while holding a Lease")
     parser.add_argument("--leader-election-id", default="ansible-operator")
@@ -184,16 +257,25 @@ def options_from(args: argparse.Namespace) -> OperatorOptions:
         ansible_verbosity=args.ansible_verbosity,
         ansible_roles_path=args.ansible_roles_path,
         ansible_collections_path=args.ansible_collections_path,
-        ansible_args=args.ansible_args,
+        ansible_args=unquoted(args.ansible_args),
         ansible_log_events=args.ansible_log_events,
         ansible_debug_logs=os.environ.get("ANSIBLE_DEBUG_LOGS", "").lower() in ("true", "1", "yes"),
         reconcile_period=args.reconcile_period,
         max_concurrent_reconciles=max(1, args.max_concurrent_reconciles),
         max_concurrent_runs=args.max_concurrent_runs,
-        run_timeout=args.run_timeout,
+        run_timeout=args.run_timeout or None,
+        max_run_output=args.max_run_output or None,
+        run_memory_limit=args.run_memory_limit or None,
         proxy_port=args.proxy_port,
         metrics_bind_address=args.metrics_bind_address,
+        metrics_secure=args.metrics_secure,
+        metrics_require_rbac=args.metrics_require_rbac,
+        metrics_cert_path=args.metrics_cert_path,
+        metrics_cert_name=args.metrics_cert_name,
+        metrics_cert_key=args.metrics_cert_key,
         health_probe_bind_address=args.health_probe_bind_address,
+        api_server_ready_grace=args.api_server_ready_grace,
+        api_server_live_grace=args.api_server_live_grace,
         leader_elect=args.leader_elect,
         leader_election_id=args.leader_election_id,
         leader_election_namespace=args.leader_election_namespace,
@@ -205,18 +287,21 @@ def options_from(args: argparse.Namespace) -> OperatorOptions:
         runner_dir=args.runner_dir,
         runner_mode=args.runner_mode,
         inventory=Path(inventory) if inventory else None,
-        # As the reference: facts are gathered unless ANSIBLE_GATHERING=explicit.
-        skip_facts=os.environ.get("ANSIBLE_GATHERING", "").lower() == "explicit",
+        skip_facts=facts_skipped(os.environ),
     )
 
 
 def run(args: argparse.Namespace) -> int:
     from ansible_operator.controller.manager import Manager
+    from ansible_operator.http_limits import raise_open_file_limit
     from ansible_operator.kube.config import KubeConfigError
-    from ansible_operator.watches import WatchesError, load_watches
+    from ansible_operator.watches import WatchesError, load_watches, templated_cluster_data
 
     level = logs.parse_level("debug" if args.zap_devel else args.zap_log_level)
     logs.configure(level, args.zap_encoder)
+    before, after = raise_open_file_limit()
+    if after != before:
+        log.info("open file limit raised soft=%d was=%d", after, before)
     options = options_from(args)
     env = dict(os.environ)
     if options.ansible_roles_path:
@@ -231,6 +316,8 @@ def run(args: argparse.Namespace) -> int:
     except FileNotFoundError:
         print(f"ansible-operator: watches file not found: {options.watches_file}", file=sys.stderr)
         return 2
+    for warning in templated_cluster_data(watches):
+        log.warning("%s", warning)
     try:
         return asyncio.run(Manager(watches, options).run())
     except KubeConfigError as error:

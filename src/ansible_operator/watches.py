@@ -10,6 +10,7 @@ are reported at once.
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -19,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from ansible_operator.controller.annotations import MIN_RECONCILE_PERIOD
 from ansible_operator.durations import DurationError, parse_duration
 from ansible_operator.kube.selectors import label_predicate
 
@@ -110,7 +112,7 @@ class Watch:
     watch_cluster_scoped_resources: bool = False
     snake_case_parameters: bool = True
     watch_annotations_changes: bool = False
-    mark_unsafe: bool = False
+    mark_unsafe: bool = True  # cluster data is never templated unless asked
     blacklist: tuple[GVK, ...] = ()
     selector: LabelSelector | None = None
     finalizer: Finalizer | None = None
@@ -153,6 +155,73 @@ OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 _VAR = re.compile(r"\$(?:\{([^}]*)\}|(\w+))")
 _FQCN = re.compile(r"^[A-Za-z_]\w*\.[A-Za-z_]\w*\.[A-Za-z_]\w*$")
 _MISSING = object()
+# What aliases may add to the file, in values and characters: a few
+# shared blocks fit; a "billion laughs" (aliases of aliases, a few lines that
+# expand to gigabytes) is refused at the alias that goes past it.
+ALIAS_EXPANSION_LIMIT = 1_000_000
+
+log = logging.getLogger("ansible_operator.watches")
+
+
+class _AliasError(yaml.composer.ComposerError):
+    """An alias the loader refuses: recursive, or expanding past the limit."""
+
+
+class _BoundedAliasLoader(yaml.SafeLoader):
+    """SafeLoader's composer, counting the size (values and characters) of
+    what is composed with every alias counted in full, so an alias bomb fails
+    at once, before anything walks its expansion."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._sizes: dict[int, int] = {}  # id(node) -> its size, once composed
+        self._composed = 0  # size composed so far, aliases expanded
+        self._aliased = 0  # of which aliases
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            node = self.anchors.get(event.anchor)
+            if node is not None:
+                size = self._sizes.get(id(node))
+                if size is None:  # the anchored value is still being composed
+                    raise _AliasError(
+                        None,
+                        None,
+                        f"alias *{event.anchor} is inside the value it names (a recursive alias)",
+                        event.start_mark,
+                    )
+                self._composed += size
+                self._aliased += size
+                if self._aliased > ALIAS_EXPANSION_LIMIT:
+                    raise _AliasError(
+                        None,
+                        None,
+                        f"YAML aliases expand the file by more than {ALIAS_EXPANSION_LIMIT} "
+                        f"values and characters (at alias *{event.anchor}; aliases of aliases, "
+                        "a 'billion laughs'?); write the values out or use fewer aliases",
+                        event.start_mark,
+                    )
+            return super().compose_node(parent, index)
+        start = self._composed
+        node = super().compose_node(parent, index)
+        self._composed += 1 + (len(node.value) if isinstance(node, yaml.ScalarNode) else 0)
+        self._sizes[id(node)] = self._composed - start
+        return node
+
+
+def templated_cluster_data(watches: Iterable[Watch]) -> list[str]:
+    """One warning per watch whose cluster data Ansible will template
+    (`markUnsafe: false`): whoever may create its objects can run code as the
+    operator, e.g. with `{{ lookup('pipe', ...) }}` in a spec."""
+    return [
+        f"{watch.source}: markUnsafe: false: the spec, metadata and status of every "
+        f"{watch.gvk.kind} are templated by Ansible, so whoever may create one can run "
+        "commands as the operator and read what it can read; remove the key to treat them "
+        "as data"
+        for watch in watches
+        if not watch.mark_unsafe
+    ]
 
 
 def load_watches(
@@ -211,7 +280,12 @@ class _Loader:
             self.error(node, f"invalid value: {exc}")
             return _MISSING
 
-    def expand_nodes(self, node: yaml.Node) -> None:
+    def expand_nodes(self, node: yaml.Node, seen: set[int] | None = None) -> None:
+        # Each node once: an aliased one is shared, and expanded only once.
+        seen = set() if seen is None else seen
+        if id(node) in seen:
+            return
+        seen.add(id(node))
         if isinstance(node, yaml.ScalarNode):
             if "$" in node.value:
                 expanded = _expand(node.value, self.env)
@@ -221,11 +295,11 @@ class _Loader:
                     node.value = expanded
         elif isinstance(node, yaml.SequenceNode):
             for child in node.value:
-                self.expand_nodes(child)
+                self.expand_nodes(child, seen)
         elif isinstance(node, yaml.MappingNode):
             for key, value in node.value:
-                self.expand_nodes(key)
-                self.expand_nodes(value)
+                self.expand_nodes(key, seen)
+                self.expand_nodes(value, seen)
 
     def fields(
         self, node: yaml.MappingNode, known: tuple[str, ...], what: str
@@ -403,7 +477,12 @@ class _Loader:
 
     def load(self, text: str) -> list[Watch]:
         try:
-            root = yaml.compose(text, Loader=yaml.SafeLoader)
+            root = yaml.compose(text, Loader=_BoundedAliasLoader)
+        except _AliasError as exc:
+            assert exc.problem_mark is not None
+            raise WatchesError(
+                [f"{self.label}:{exc.problem_mark.line + 1}: {exc.problem}"]
+            ) from None
         except yaml.YAMLError as exc:
             problem = getattr(exc, "problem_mark", None)
             context = getattr(exc, "context_mark", None)
@@ -525,6 +604,16 @@ class _Loader:
         ):
             if key in fields:
                 options[attribute] = self.duration(fields[key][1], key)
+        period = options.get("reconcile_period")
+        if period is not None and period < MIN_RECONCILE_PERIOD:
+            log.warning(
+                "%s: 'reconcilePeriod' %gs is below the floor of %gs; %gs is used",
+                self.where(fields["reconcilePeriod"][1]),
+                period,
+                MIN_RECONCILE_PERIOD,
+                MIN_RECONCILE_PERIOD,
+            )
+            options["reconcile_period"] = MIN_RECONCILE_PERIOD
         if "blacklist" in fields:
             options["blacklist"] = self.blacklist(fields["blacklist"][1])
         if "selector" in fields:

@@ -35,14 +35,20 @@ def test_run_files_with_credentials_are_private_and_removed_after_the_run(
     create(kube_api, kube_namespace, "Work", "private", value="p", sleep=4)
     operator.wait_for_log("task kind=Work .* name=private task='Take a while'", timeout=60)
     run_dir = runs / "faults.ansible-operator.io" / "v1alpha1" / "Work" / kube_namespace / "private"
+    # The run's inputs are in a directory of its own, with a name that cannot
+    # be guessed, in a directory its owner may not list (the test may).
+    private = runs / ".private"
+    assert stat.S_IMODE(private.stat().st_mode) == 0o300
+    private.chmod(0o700)
+    [inputs] = list(private.iterdir())
     for name in SECRET_FILES:
-        mode = stat.S_IMODE((run_dir / name).stat().st_mode)
+        mode = stat.S_IMODE((inputs / name).stat().st_mode)
         assert mode == 0o600, f"{name} is {oct(mode)}"
-    for directory in (run_dir, run_dir / "env", run_dir.parent):
+    for directory in (inputs, inputs / "env", run_dir, run_dir.parent):
         assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
     converged(kube_api, kube_namespace, "Work", "private")
     for name in SECRET_FILES:
-        assert not (run_dir / name).exists(), f"{name} outlived the run"
+        assert not (inputs / name).exists(), f"{name} outlived the run"
     assert list((run_dir / "artifacts").iterdir()), "the run's artifacts are kept"
 
 

@@ -206,6 +206,76 @@ async def test_server_side_apply_gets_the_reference(harness: Harness) -> None:
     assert [r["uid"] for r in body["metadata"]["ownerReferences"]] == [harness.owner.uid]
 
 
+async def test_replace_apply_and_patch_never_adopt_an_object_made_by_hand(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A person's ConfigMap, replaced, applied and patched by a run, stays
+    unowned: owning it would let the garbage collector delete it with the
+    custom object."""
+    configmaps = await RestMapper(harness.api).resource_for("", "v1", "ConfigMap")
+    base = f"{harness.url}/api/v1/namespaces/{harness.namespace}/configmaps"
+    made = await harness.api.create(
+        configmaps, {"metadata": {"name": "by-hand"}, "data": {"who": "person"}}, harness.namespace
+    )
+    replaced = {**made, "data": {"who": "run"}}
+    status, _, body = await request("PUT", f"{base}/by-hand", harness.auth(), replaced)
+    assert status == 200, body
+    assert "ownerReferences" not in body["metadata"]
+    manifest = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: by-hand\n"
+        f"  namespace: {harness.namespace}\ndata:\n  how: ssa\n"
+    )
+    status, _, body = await request(
+        "PATCH",
+        f"{base}/by-hand?fieldManager=test&force=true",
+        harness.auth(),
+        manifest,
+        content_type="application/apply-patch+yaml",
+    )
+    assert status == 200, body
+    assert "ownerReferences" not in body["metadata"]
+    status, _, body = await request(
+        "PATCH",
+        f"{base}/by-hand",
+        harness.auth(),
+        {"metadata": {"ownerReferences": None}, "data": {"patched": "yes"}},
+        content_type="application/merge-patch+json",
+    )
+    assert status == 200, body
+    assert "ownerReferences" not in body["metadata"]
+    stored = await harness.api.get(configmaps, "by-hand", harness.namespace)
+    assert "ownerReferences" not in stored["metadata"]
+    assert stored["data"] == {"who": "run", "how": "ssa", "patched": "yes"}
+    assert any(
+        "left unowned" in record.getMessage() and "name=by-hand" in record.getMessage()
+        for record in caplog.records
+    ), [record.getMessage() for record in caplog.records]
+
+
+async def test_apply_that_creates_and_apply_again_keep_our_reference(harness: Harness) -> None:
+    manifest = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied-twice\n"
+        f"  namespace: {harness.namespace}\ndata:\n  round: '{{n}}'\n"
+    )
+    url = (
+        f"{harness.url}/api/v1/namespaces/{harness.namespace}/configmaps/applied-twice"
+        "?fieldManager=test&force=true"
+    )
+    for round_number in (1, 2):
+        status, _, body = await request(
+            "PATCH",
+            url,
+            harness.auth(),
+            manifest.replace("{n}", str(round_number)),
+            content_type="application/apply-patch+yaml",
+        )
+        assert status in (200, 201), body
+        # The second apply's manifest has no ownerReferences either: without ours
+        # added again, server-side apply would remove the one the first added.
+        assert [r["uid"] for r in body["metadata"]["ownerReferences"]] == [harness.owner.uid]
+        assert body["data"]["round"] == str(round_number)
+
+
 async def test_reads_of_a_cached_kind_come_from_the_cache_with_selectors(
     harness: Harness,
 ) -> None:

@@ -190,6 +190,47 @@ def test_finalizer_role_runs_on_delete_and_the_object_goes_away(
     assert config_map(kube_api, kube_namespace, "bye-greeting") is None
 
 
+@pytest.mark.parametrize("how", ["replace", "apply"])
+def test_objects_made_by_hand_are_never_adopted_by_normal_or_finalizer_runs(
+    operator: OperatorProcess, kube_api: client.ApiClient, kube_namespace: str, how: str
+) -> None:
+    core = client.CoreV1Api(kube_api)
+    core.create_namespaced_config_map(
+        kube_namespace,
+        client.V1ConfigMap(metadata=client.V1ObjectMeta(name="handmade"), data={"by": "person"}),
+    )
+    create(
+        kube_api, kube_namespace, greeting("adopter", touchForeign={"name": "handmade", "how": how})
+    )
+    wait_successful(kube_api, kube_namespace, "adopter")
+    handmade = core.read_namespaced_config_map("handmade", kube_namespace)
+    assert handmade.data["touched_by"] == "adopter" and handmade.data["run"] == "reconcile"
+    assert not handmade.metadata.owner_references
+
+    client.CustomObjectsApi(kube_api).delete_namespaced_custom_object(
+        GROUP, VERSION, kube_namespace, "greetings", "adopter"
+    )
+    eventually(
+        lambda: (
+            get_custom(kube_api, GROUP, VERSION, "greetings", kube_namespace, "adopter") is None
+        ),
+        what="object deleted after its finalizer",
+    )
+    # What the finalizer run created is the Greeting's, and the garbage
+    # collector takes it; the ConfigMap the person made stays, unowned.
+    eventually(
+        lambda: config_map(kube_api, kube_namespace, "adopter-finalized") is None,
+        what="the finalizer run's own ConfigMap collected with its owner",
+    )
+    handmade = core.read_namespaced_config_map("handmade", kube_namespace)
+    assert handmade.data["run"] == "finalizer"
+    assert not handmade.metadata.owner_references
+    assert re.search(
+        rf"write left object unowned kind=ConfigMap namespace={kube_namespace} name=handmade",
+        operator.logs,
+    )
+
+
 def test_failing_finalizer_keeps_the_object_with_a_failure(
     operator: OperatorProcess, kube_api: client.ApiClient, kube_namespace: str
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ import pytest
 from kubernetes import client
 
 from ansible_operator.cluster import Cluster
+from ansible_operator.testing.waiting import eventually
 
 pytestmark = pytest.mark.cluster
 
@@ -71,3 +73,49 @@ def test_generated_playbook_kind_passes_too(project: Path, kube_cluster: Cluster
 
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
     assert "2 passed" in done.stdout
+
+
+def crd_names(kube_api: client.ApiClient, group: str) -> set[str]:
+    crds = client.ApiextensionsV1Api(kube_api).list_custom_resource_definition().items
+    return {crd.metadata.name for crd in crds if crd.spec.group == group}
+
+
+def make(project: Path, cluster: Cluster, target: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        ["make", target],
+        cwd=project,
+        env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, f"make {target}:\n{done.stdout}{done.stderr}"
+    return done
+
+
+@pytest.mark.skipif(
+    not (shutil.which("make") and shutil.which("kubectl")),
+    reason="the generated Makefile runs make and kubectl (as Operator SDK's does)",
+)
+def test_make_install_and_uninstall_apply_and_remove_the_crds(
+    tmp_path: Path, kube_cluster: Cluster, kube_api: client.ApiClient
+) -> None:
+    project = tmp_path / "make-operator"
+    group = f"make.{DOMAIN}"
+    cli("init", "--domain", DOMAIN, "--dir", str(project))
+    for kind, how in (("Widget", "--generate-role"), ("Gadget", "--generate-playbook")):
+        cli("create", "api", "--group", "make", "--version", "v1", "--kind", kind, how,
+            "--dir", str(project))  # fmt: skip
+    wanted = {f"widgets.{group}", f"gadgets.{group}"}
+
+    try:
+        make(project, kube_cluster, "install")
+        assert crd_names(kube_api, group) == wanted
+
+        make(project, kube_cluster, "uninstall")
+        eventually(lambda: not crd_names(kube_api, group), timeout=60, what="CRDs removed")
+    finally:
+        extensions = client.ApiextensionsV1Api(kube_api)
+        for name in wanted:
+            with contextlib.suppress(client.ApiException):
+                extensions.delete_custom_resource_definition(name)

@@ -57,6 +57,8 @@ def test_install_script_gives_a_complete_runtime(tmp_path: Path) -> None:
         "osdk_metric",
         "requeue_after",
         "k8s_auth",
+        "k8s_lookup",
+        "status_merge",
     ]
     assert probe["core"].startswith("6.")
     assert not probe["editable"], "the image installs a wheel, not the source tree"

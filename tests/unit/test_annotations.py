@@ -6,6 +6,7 @@ import pytest
 
 from ansible_operator.controller.annotations import (
     MAX_RUNNER_ARTIFACTS,
+    MIN_RECONCILE_PERIOD,
     RECONCILE_PERIOD,
     VERBOSITY,
     AnnotationError,
@@ -51,3 +52,21 @@ def test_absent_annotations_mean_defaults() -> None:
         None,
     )
     assert object_settings(annotated(**{VERBOSITY: "4"})).verbosity == 4
+
+
+@pytest.mark.parametrize("value", ["0.001", "1ms", "500ms", "0.999"])
+def test_a_reconcile_period_below_the_floor_is_raised_to_it_with_a_warning(value: str) -> None:
+    # The attack: whoever may annotate an object runs it back to back.
+    settings = object_settings(annotated(**{RECONCILE_PERIOD: value}))
+    assert settings.reconcile_period == MIN_RECONCILE_PERIOD
+    [warning] = settings.warnings
+    assert RECONCILE_PERIOD in warning
+    assert repr(value) in warning
+    assert f"floor of {MIN_RECONCILE_PERIOD:g}s" in warning
+
+
+def test_a_reconcile_period_at_the_floor_or_above_or_zero_is_kept_without_warning() -> None:
+    # 0 means no periodic run at all, as in the reference: nothing to raise.
+    for value, seconds in (("1s", 1.0), ("2s", 2.0), ("1.5", 1.5), ("0", 0.0), ("0s", 0.0)):
+        settings = object_settings(annotated(**{RECONCILE_PERIOD: value}))
+        assert (settings.reconcile_period, settings.warnings) == (seconds, ())

@@ -31,6 +31,12 @@ class ScriptedApi:
         self.watches = watches
         self.watch_versions: list[str | None] = []
 
+    async def current_generation(self) -> int:
+        return 0
+
+    async def pause(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
     async def list(self, resource: Resource, namespace: str | None, **_: Any) -> dict[str, Any]:
         items = self.listings.pop(0)
         top = max((int(i["metadata"]["resourceVersion"]) for i in items), default=1)

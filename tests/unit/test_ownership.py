@@ -95,3 +95,41 @@ def test_owner_found_from_reference_or_annotations() -> None:
     assert ownership.owner_key_from(
         by_cluster_owner, "example.com", "Platform", owner_namespaced=False
     ) == ("", "p")
+
+
+def test_patch_dropping_our_annotations_is_detected() -> None:
+    wanted = ownership.owner_annotations(NAMESPACED)
+    assert ownership.patch_removes_ours({"metadata": {"annotations": None}}, NAMESPACED)
+    dropped = {"metadata": {"annotations": {ownership.PRIMARY_RESOURCE: None}}}
+    assert ownership.patch_removes_ours(dropped, NAMESPACED)
+    assert not ownership.patch_removes_ours({"metadata": {"annotations": wanted}}, NAMESPACED)
+    assert not ownership.patch_removes_ours({"metadata": {"annotations": {"a": "b"}}}, NAMESPACED)
+
+
+@pytest.mark.parametrize(
+    ("existing", "namespace", "marked"),
+    [
+        (None, "team", True),  # the write creates it
+        ({"metadata": {"name": "dep"}}, "team", False),  # made by hand: never adopted
+        (ownership.inject(body(), NAMESPACED, "team").body, "team", True),  # ours: kept
+        (None, "other", True),  # created across namespaces: annotations
+        ({"metadata": {"name": "dep", "annotations": {"x": "y"}}}, "other", False),
+        (ownership.inject(body("other"), NAMESPACED, "other").body, "other", True),
+    ],
+)
+def test_a_replace_or_apply_marks_only_what_it_creates_or_what_is_ours(
+    existing: dict[str, Any] | None, namespace: str, marked: bool
+) -> None:
+    result = ownership.mark_write(body(namespace), NAMESPACED, namespace, existing=existing)
+    assert ownership.carries_ours(result.body, NAMESPACED) is marked
+    if not marked:
+        assert not result.changed
+        assert "never adopted" in result.note
+
+
+def test_another_owner_of_the_same_kind_does_not_count_as_ours() -> None:
+    someone_elses = ownership.inject(
+        body(), Owner("cache.example.com", "v1", "Memcached", "team", "other", "uid-9"), "team"
+    ).body
+    assert not ownership.carries_ours(someone_elses, NAMESPACED)
+    assert not ownership.mark_write(body(), NAMESPACED, "team", existing=someone_elses).changed

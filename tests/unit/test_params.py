@@ -124,8 +124,30 @@ def test_build_extravars_without_snake_case_and_unsafe() -> None:
     assert "sizeK8sBuckets" in extravars and "size_k8s_buckets" not in extravars
     assert extravars["message"] == {"__ansible_unsafe": "hi"}
     assert extravars["nested"] == {"innerKey": {"__ansible_unsafe": "v"}}
-    # The raw spec and the whole object are not marked.
-    assert extravars["_cache_example_com_memcached_spec"]["message"] == "hi"
+    assert extravars["sizeK8sBuckets"] == 3  # only strings are marked
+
+
+def test_everything_from_the_cluster_is_marked_unsafe_but_the_authors_vars() -> None:
+    extravars = build(unsafe=True, watch_vars={"w": "{{ 1 + 1 }}"}, finalizer_vars={"f": "{{ 2 }}"})
+    unsafe = {"__ansible_unsafe": "hi"}
+    assert extravars["message"] == unsafe
+    assert extravars["ansible_operator_meta"] == {
+        "name": {"__ansible_unsafe": "mc"},
+        "namespace": {"__ansible_unsafe": "ns"},
+    }
+    assert extravars["_cache_example_com_memcached"]["spec"]["message"] == unsafe
+    assert extravars["_cache_example_com_memcached"]["metadata"]["name"] == {
+        "__ansible_unsafe": "mc"
+    }
+    assert extravars["_cache_example_com_memcached_spec"]["message"] == unsafe
+    # The operator author's vars keep their Jinja.
+    assert extravars["w"] == "{{ 1 + 1 }}" and extravars["f"] == "{{ 2 }}"
+
+
+def test_a_watch_marks_cluster_data_unsafe_unless_it_says_otherwise() -> None:
+    from ansible_operator.watches import GVK, Watch
+
+    assert Watch(GVK("g", "v1", "K"), None, None, {}).mark_unsafe is True
 
 
 def test_build_extravars_missing_spec() -> None:
@@ -135,7 +157,7 @@ def test_build_extravars_missing_spec() -> None:
         group="",
         kind="Secret",
         snake_case=True,
-        unsafe=True,
+        unsafe=False,
         watch_vars=None,
         finalizer_vars=None,
     )

@@ -40,9 +40,40 @@ async def test_events_reach_their_run_and_other_tokens_are_refused(tmp_path: Pat
         assert await post(receiver.socket_path, "/events", {"event": "late"}, one.token) == 401
         assert first == [{"event": "a"}]
 
-        assert await post(receiver.socket_path, "/metrics", {"name": "m"}, two.token) == 204
+        assert await post(receiver.socket_path, "/metrics", {"name": "m"}, two.token) == 200
         assert metrics == [{"name": "m"}]
         assert await post(receiver.socket_path, "/events", [1, 2], two.token) == 400
     finally:
         await receiver.stop()
     assert not receiver.socket_path.exists()
+
+
+async def test_metrics_answer_as_the_go_operator_does(tmp_path: Path) -> None:
+    """200 and no body; 400 and the reason with a newline, which osdk_metric
+    reports as its msg."""
+
+    def refuse_negative(payload: dict) -> None:
+        if (payload.get("counter") or {}).get("add", 0) < 0:
+            raise ValueError("counter metrics cannot decrease in value")
+
+    receiver = EventReceiver(tmp_path / "events.sock", on_metric=refuse_negative)
+    await receiver.start()
+    token = receiver.open_channel(lambda _event: None).token
+    connector = aiohttp.UnixConnector(path=str(receiver.socket_path))
+    headers = {"Authorization": f"Bearer {token}"}
+    try:
+        async with aiohttp.ClientSession(connector=connector) as session:
+            for body, status, text in [
+                ({"name": "c", "counter": {"add": 1}}, 200, ""),
+                (
+                    {"name": "c", "counter": {"add": -1}},
+                    400,
+                    "counter metrics cannot decrease in value\n",
+                ),
+            ]:
+                async with session.post(
+                    "http://localhost/metrics", data=json.dumps(body), headers=headers
+                ) as response:
+                    assert (response.status, await response.text()) == (status, text)
+    finally:
+        await receiver.stop()

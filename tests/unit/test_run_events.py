@@ -71,12 +71,49 @@ def test_loop_failure_collects_item_messages() -> None:
 def test_requeue_after_period_is_read_from_the_task_result() -> None:
     summary = RunSummary()
     summary.add(
-        event("runner_on_ok", task_action="operator_sdk.util.requeue_after", res={"period": 15})
+        event("runner_on_ok", task_action="operator_sdk.util.requeue_after", res={"period": "15s"})
     )
     assert summary.requeue_after == 15
     other = RunSummary()
-    other.add(event("runner_on_ok", task_action="debug", res={"period": 15}))
+    other.add(event("runner_on_ok", task_action="debug", res={"period": "15s"}))
+    other.add(
+        event(
+            "runner_on_ok", task_action="community.kubernetes.requeue_after", res={"period": "9s"}
+        )
+    )
     assert other.requeue_after is None
+
+
+def test_the_first_requeue_after_wins_as_in_the_go_operator() -> None:
+    summary = RunSummary()
+    summary.add(event("runner_on_ok", task_action="requeue_after", res={"period": "1m"}))
+    summary.add(
+        event("runner_on_ok", task_action="operator_sdk.util.requeue_after", res={"period": "5s"})
+    )
+    assert summary.requeue_after == 60
+
+
+def test_a_requeue_after_in_a_loop_is_read_from_its_first_item() -> None:
+    summary = RunSummary()
+    action = "operator_sdk.util.requeue_after"
+    summary.add(event("runner_item_on_ok", task_action=action, res={"period": "2m", "item": 1}))
+    summary.add(event("runner_item_on_ok", task_action=action, res={"period": "3m", "item": 2}))
+    summary.add(event("runner_on_ok", task_action=action, res={"results": [{}, {}]}))
+    assert summary.requeue_after == 120
+
+
+def test_requeue_after_results_without_a_valid_period_are_passed_over() -> None:
+    # A failed task has no period (the Go operator panics on it); a module of
+    # that name other than ours may return a period that is no duration (the
+    # Go operator fails the reconcile). Neither decides the requeue.
+    summary = RunSummary()
+    action = "operator_sdk.util.requeue_after"
+    summary.add(event("runner_on_failed", task_action=action, res={"msg": "invalid time input"}))
+    summary.add(event("runner_on_ok", task_action=action, res={"period": "soonish"}))
+    summary.add(event("runner_on_ok", task_action=action, res={}))
+    assert summary.requeue_after is None
+    summary.add(event("runner_on_ok", task_action=action, res={"period": "30"}))
+    assert summary.requeue_after == 30
 
 
 def test_secret_data_is_redacted_from_logged_results() -> None:

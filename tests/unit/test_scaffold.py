@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ast
+import fnmatch
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -67,8 +70,8 @@ def test_init_writes_a_project_skeleton(tmp_path: Path, capsys: pytest.CaptureFi
     project = tmp_path / "memcached-operator"
     assert init(project) == 0
     assert "created config/manager/manager.yaml" in capsys.readouterr().out
-    for directory in ("roles", "playbooks", "config/crd/bases", "config/samples"):
-        assert (project / directory).is_dir()
+    for placeholder in ("roles/.placeholder", "playbooks/.placeholder"):
+        assert (project / placeholder).is_file()
     assert load_watches(project / "watches.yaml", cwd=project) == []
     assert (project / "watches.yaml").read_text().startswith("# watches.yaml")
 
@@ -102,6 +105,18 @@ def test_init_writes_a_project_skeleton(tmp_path: Path, capsys: pytest.CaptureFi
     assert f"FROM ghcr.io/ansible-operator/ansible-operator:{__version__}\n" in dockerfile
     for copied in ("watches.yaml", "roles/", "playbooks/"):
         assert f"COPY --chown=1001:0 {copied}" in dockerfile
+    for kustomization, resources in {
+        "crd": [],
+        "samples": [],
+        "rbac": ["service_account.yaml", "role.yaml", "role_binding.yaml", "leader_election.yaml"],
+        "manager": ["manager.yaml"],
+        "default": ["../crd", "../rbac", "../manager"],
+    }.items():
+        [data] = load_yaml(project / "config" / kustomization / "kustomization.yaml")
+        assert data["kind"] == "Kustomization"
+        assert data["resources"] == resources
+    ignored = (project / ".dockerignore").read_text().split()
+    assert {".git/", ".venv/", "**/__pycache__/"} <= set(ignored)
     requirements = yaml.safe_load((project / "requirements.yml").read_text())
     assert [c["name"] for c in requirements["collections"]] == ["kubernetes.core"]
     ast.parse((project / "tests/conftest.py").read_text())
@@ -258,3 +273,260 @@ def test_bad_names_are_refused(
         argv += [name, given]
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+# -- what the Dockerfiles copy ----------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def copied_sources(dockerfile: Path) -> list[str]:
+    """The sources of each COPY line (the last word is the destination)."""
+    sources = []
+    for line in dockerfile.read_text().splitlines():
+        words = line.split()
+        if words[:1] == ["COPY"]:
+            sources += [w for w in words[1:-1] if not w.startswith("--")]
+    return sources
+
+
+def git_tracked(directory: Path) -> set[str]:
+    """What a clone of `directory` would hold, once everything in it is committed."""
+    if not (directory / ".git").exists():
+        subprocess.run(["git", "init", "-q", str(directory)], check=True)
+        subprocess.run(["git", "-C", str(directory), "add", "-A"], check=True)
+        listing = ["git", "-C", str(directory), "ls-files", "--cached"]
+    else:
+        listing = ["git", "-C", str(directory), "ls-files", "--cached", "--others",
+                   "--exclude-standard"]  # fmt: skip
+    return set(subprocess.run(listing, check=True, capture_output=True, text=True).stdout.split())
+
+
+def dockerignored(directory: Path, path: str) -> bool:
+    patterns = [
+        line.strip().rstrip("/")
+        for line in (directory / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    parts = Path(path).parts
+    return any(
+        fnmatch.fnmatch("/".join(parts[: n + 1]), pattern.removeprefix("**/"))
+        or fnmatch.fnmatch(parts[n], pattern.removeprefix("**/"))
+        for pattern in patterns
+        for n in range(len(parts))
+    )
+
+
+def assert_copies_survive_a_clone(directory: Path, dockerfile: Path) -> None:
+    tracked = git_tracked(directory)
+    for source in copied_sources(dockerfile):
+        prefix = source.strip("./")
+        in_context = [
+            f
+            for f in tracked
+            if (not prefix or f == prefix or f.startswith(prefix + "/"))
+            and not dockerignored(directory, f)
+        ]
+        assert in_context, f"{dockerfile.name} copies {source}, which a clone lacks"
+
+
+@pytest.mark.skipif(not shutil.which("git"), reason="needs git")
+def test_a_fresh_clone_of_a_new_project_has_everything_its_dockerfile_copies(
+    project: Path,
+) -> None:
+    assert_copies_survive_a_clone(project, project / "Dockerfile")
+    assert dockerignored(project, ".venv/lib/python3.12/site.py")
+    assert dockerignored(project, ".git/HEAD")
+    assert dockerignored(project, "roles/x/__pycache__/a.pyc")
+
+
+@pytest.mark.skipif(not shutil.which("git"), reason="needs git")
+@pytest.mark.parametrize("dockerfile", ["Dockerfile", "Dockerfile.samples"])
+def test_the_repositorys_dockerfiles_copy_only_what_it_holds(dockerfile: str) -> None:
+    assert_copies_survive_a_clone(REPO, REPO / dockerfile)
+    assert dockerignored(REPO, ".venv/bin/python")
+    assert dockerignored(REPO, ".git/config")
+    assert dockerignored(REPO, "src/ansible_operator/__pycache__/cli.cpython-312.pyc")
+    # what Dockerfile's install step (scripts/install-runtime.sh) builds from
+    for needed in ("pyproject.toml", "README.md", "constraints.txt", "scripts/install-runtime.sh"):
+        assert not dockerignored(REPO, needed)
+
+
+# -- the Makefile -----------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="needs make")
+@pytest.mark.parametrize(
+    ("target", "commands"),
+    [
+        ("run", ["ansible-operator run --watches-file=./watches.yaml"]),
+        ("docker-build", ["TOOL build -t reg.example.com/me/op:v2 ."]),
+        ("image-build", ["TOOL build -t reg.example.com/me/op:v2 ."]),
+        ("docker-push", ["TOOL push reg.example.com/me/op:v2"]),
+        ("image-push", ["TOOL push reg.example.com/me/op:v2"]),
+        ("install", ["kubectl apply -k config/crd"]),
+        ("uninstall", ["kubectl delete --ignore-not-found=false -k config/crd"]),
+        (
+            "deploy",
+            [
+                "kubectl kustomize config/default",
+                "sed 's|image: memcached-operator:latest$|image: reg.example.com/me/op:v2|'",
+                "kubectl apply -f -",
+            ],
+        ),
+        ("undeploy", ["kubectl delete --ignore-not-found=false -k config/default"]),
+        ("test", ["python3 -m pytest tests"]),
+        ("check", ["ansible-operator check ."]),
+    ],
+)
+def test_make_targets_of_a_new_project(project: Path, target: str, commands: list[str]) -> None:
+    done = subprocess.run(
+        ["make", "-n", target, "IMG=reg.example.com/me/op:v2"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    printed = " ".join(done.stdout.replace("\\\n", " ").split())
+    tool = next((t for t in ("buildah", "docker", "podman") if shutil.which(t)), "podman")
+    for command in commands:
+        assert command.replace("TOOL", tool) in printed
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="needs make")
+def test_make_picks_the_container_tool_given(project: Path) -> None:
+    done = subprocess.run(
+        ["make", "-n", "docker-build", "CONTAINER_TOOL=podman"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip() == "podman build -t memcached-operator:latest ."
+
+
+# -- create api keeps what people wrote -------------------------------------------------
+
+COMMENTED_WATCHES = """\
+# Our operator's kinds.
+- version: v1alpha1  # first API
+  group: cache.example.com
+  kind: Memcached
+  # tuned for the big cluster
+  reconcilePeriod: 30s
+  role: memcached
+# more kinds go below
+"""
+
+SDK_ROLE = """\
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: manager-role
+rules:
+  ##
+  ## Base operator rules
+  ##
+  - apiGroups:
+      - ""
+    resources:
+      - secrets
+      - pods
+    verbs: ["*"]  # everything
+  - apiGroups: [""]
+    resources: [configmaps]
+    verbs: [create, get, list, watch]
+#+kubebuilder:scaffold:rules
+"""
+
+COMMENTED_KUSTOMIZATION = """\
+# CRDs we ship
+resources:
+  - bases/cache.example.com_memcacheds.yaml  # the first one
+# a patch of ours
+patches: []
+"""
+
+
+def comments(text: str) -> list[str]:
+    return [line.split("#", 1)[1] for line in text.splitlines() if "#" in line]
+
+
+def kept_in_order(old: list[str], new: list[str]) -> bool:
+    remaining = iter(new)
+    return all(any(found == wanted for found in remaining) for wanted in old)
+
+
+def test_create_api_keeps_the_comments_of_the_files_it_edits(project: Path) -> None:
+    assert create(project, "Memcached") == 0
+    edited = {
+        project / "watches.yaml": COMMENTED_WATCHES,
+        project / "config/rbac/role.yaml": SDK_ROLE,
+        project / "config/crd/kustomization.yaml": COMMENTED_KUSTOMIZATION,
+    }
+    for path, text in edited.items():
+        path.write_text(text)
+    project_file = project / "PROJECT"
+    project_file.write_text(project_file.read_text() + "# kinds we own\n")
+
+    assert create(project, "Backup", group="data") == 0
+
+    for path, text in edited.items():
+        assert kept_in_order(comments(text), comments(path.read_text())), path.name
+    assert project_file.read_text().count("# kinds we own") == 1
+
+    first, second = load_watches(project / "watches.yaml", cwd=project)
+    assert (first.gvk.kind, first.reconcile_period) == ("Memcached", 30)
+    assert (second.gvk.group, second.gvk.kind) == ("data.example.com", "Backup")
+
+    [role] = load_yaml(project / "config/rbac/role.yaml")
+    assert role["rules"][:2] == yaml.safe_load(SDK_ROLE)["rules"]
+    # only what the existing rules do not grant: configmaps lacked delete, patch, update
+    assert role["rules"][2:] == [
+        {
+            "apiGroups": ["data.example.com"],
+            "resources": ["backups", "backups/status", "backups/finalizers"],
+            "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+        },
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["delete", "patch", "update"]},
+    ]
+    text = (project / "config/rbac/role.yaml").read_text()
+    assert text.index("# Backup (data.example.com/v1alpha1)") < text.index("resources: [backups")
+    assert text.rstrip().endswith("#+kubebuilder:scaffold:rules")
+
+    kustomization = yaml.safe_load((project / "config/crd/kustomization.yaml").read_text())
+    assert kustomization["resources"] == [
+        "bases/cache.example.com_memcacheds.yaml",
+        "bases/data.example.com_backups.yaml",
+    ]
+    assert kustomization["patches"] == []
+    kinds = [r["kind"] for r in yaml.safe_load(project_file.read_text())["resources"]]
+    assert kinds == ["Memcached", "Backup"]
+
+
+def test_rules_the_role_already_grants_are_not_added_again(project: Path) -> None:
+    assert create(project, "Memcached") == 0
+    role_file = project / "config/rbac/role.yaml"
+    everything = "  # all of it\n  - apiGroups: ['*']\n    resources: ['*']\n    verbs: ['*']\n"
+    role_file.write_text(role_file.read_text() + everything)
+    before = role_file.read_text()
+
+    assert create(project, "Backup", how="playbook") == 0
+
+    assert role_file.read_text() == before
+
+
+def test_an_edit_that_cannot_be_made_as_text_changes_nothing(
+    project: Path, capsys: pytest.CaptureFixture
+) -> None:
+    (project / "watches.yaml").write_text("[{version: v1, group: a.b, kind: A, role: a}]\n")
+    before = {p: p.read_bytes() for p in project.rglob("*") if p.is_file()}
+    capsys.readouterr()
+
+    assert create(project, "Memcached") == 2
+
+    assert "watches.yaml: cannot add" in capsys.readouterr().err
+    after = {p: p.read_bytes() for p in project.rglob("*") if p.is_file()}
+    assert after == before

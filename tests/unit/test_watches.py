@@ -47,7 +47,7 @@ def test_defaults(tmp_path: Path) -> None:
     assert watch.watch_cluster_scoped_resources is False
     assert watch.snake_case_parameters is True
     assert watch.watch_annotations_changes is False
-    assert watch.mark_unsafe is False
+    assert watch.mark_unsafe is True  # differs from Operator SDK on purpose (security)
     assert watch.blacklist == ()
     assert watch.selector is None
     assert watch.finalizer is None
@@ -515,3 +515,58 @@ def test_repo_test_operator_loads() -> None:
     assert secret.manage_status is False
     assert secret.selector is not None and secret.selector.to_query() == "app=mirror-me"
     assert by_kind["Stack"].watch_cluster_scoped_resources is True
+
+
+def laughs(levels: int, indent: str) -> list[str]:
+    """Mapping entries whose aliases nest `levels` deep: 9**levels values from
+    a few hundred bytes (7 levels: 4.8 million; 9: 387 million)."""
+    lines = [f'{indent}l0: &l0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for level in range(1, levels + 1):
+        lines.append(f"{indent}l{level}: &l{level} [{', '.join([f'*l{level - 1}'] * 9)}]")
+    return lines
+
+
+def test_a_yaml_alias_bomb_in_vars_is_refused_at_once_naming_its_line(tmp_path: Path) -> None:
+    text = BASIC + "  vars:\n" + "\n".join(laughs(7, "    ")) + "\n"
+    assert len(text) < 1000
+    message = errors(tmp_path, text)
+    assert "YAML aliases expand the file by more than" in message
+    # At the first alias that takes the expansion past the bound.
+    path, line, _ = message.split(":", 2)
+    assert path == str(tmp_path / "watches.yaml")
+    assert "*l" in text.splitlines()[int(line) - 1]
+
+
+def test_an_alias_bomb_outside_any_vars_is_refused_too(tmp_path: Path) -> None:
+    text = BASIC + "- " + "\n".join(laughs(7, "  "))[2:] + "\n"
+    assert "YAML aliases expand the file by more than" in errors(tmp_path, text)
+
+
+def test_a_recursive_alias_is_refused_naming_its_line(tmp_path: Path) -> None:
+    message = errors(tmp_path, BASIC + "  vars:\n    loop: &loop [1, *loop]\n")
+    assert message == (
+        f"{tmp_path / 'watches.yaml'}:6: alias *loop is inside the value it names "
+        "(a recursive alias)"
+    )
+
+
+def test_aliases_that_share_a_block_still_load_and_expand_once(tmp_path: Path) -> None:
+    text = (
+        "- version: v1\n  group: example.com\n  kind: App\n  role: app\n"
+        "  vars: &shared\n    home: $HOME\n    size: 3\n"
+        "- version: v1\n  group: example.com\n  kind: Other\n  role: app\n"
+        "  vars: *shared\n"
+    )
+    # $HOME's value holds a '$': expanded once, not again through the alias.
+    app, other = load(tmp_path, text, env={"HOME": "/home/$USER"})
+    assert app.vars == other.vars == {"home": "/home/$USER", "size": 3}
+
+
+@pytest.mark.parametrize("period", ["1ms", "0.001", "500ms"])
+def test_a_reconcile_period_below_the_floor_is_raised_to_it_with_a_warning(
+    tmp_path: Path, period: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    [watch] = load(tmp_path, BASIC + f"  reconcilePeriod: {period}\n")
+    assert watch.reconcile_period == 1.0
+    assert f"{tmp_path / 'watches.yaml'}:5: 'reconcilePeriod'" in caplog.text
+    assert "below the floor of 1s" in caplog.text

@@ -2,10 +2,15 @@
 
 A bad value is an error naming the annotation and the value, so the object
 gets a Failure condition and an Event saying what to fix.
+
+A reconcile period below MIN_RECONCILE_PERIOD is raised to it, with a warning:
+whoever may annotate an object must not be able to run it back to back
+(`reconcile-period: 0.001` keeps a worker busy with one object for ever).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +21,14 @@ PREFIX = "ansible.sdk.operatorframework.io/"
 RECONCILE_PERIOD = PREFIX + "reconcile-period"
 VERBOSITY = PREFIX + "verbosity"
 MAX_RUNNER_ARTIFACTS = PREFIX + "max-runner-artifacts"
+# Seconds. Neither the reference nor controller-runtime nor kopf has a floor,
+# so an existing operator's short periods (a few seconds, to poll something
+# outside the cluster) must keep working; one second is far below any of
+# those, and above it an object costs at most about one run per second
+# instead of a worker's whole time.
+MIN_RECONCILE_PERIOD = 1.0
+
+log = logging.getLogger("ansible_operator.controller")
 
 
 class AnnotationError(ValueError):
@@ -29,6 +42,7 @@ class ObjectSettings:
     reconcile_period: float | None = None
     verbosity: int | None = None
     max_runner_artifacts: int | None = None
+    warnings: tuple[str, ...] = ()  # values used other than as written, said why
 
 
 def _int(annotations: Mapping[str, Any], key: str, low: int, high: int | None) -> int | None:
@@ -49,6 +63,7 @@ def _int(annotations: Mapping[str, Any], key: str, low: int, high: int | None) -
 def object_settings(obj: Mapping[str, Any]) -> ObjectSettings:
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
     period = None
+    warnings: list[str] = []
     raw_period = annotations.get(RECONCILE_PERIOD)
     if raw_period is not None:
         try:
@@ -62,8 +77,24 @@ def object_settings(obj: Mapping[str, Any]) -> ObjectSettings:
             ) from None
         if period < 0:
             raise AnnotationError(RECONCILE_PERIOD, str(raw_period), "must not be negative")
+        if 0 < period < MIN_RECONCILE_PERIOD:  # 0: no periodic run, as the reference
+            warnings.append(
+                f"annotation {RECONCILE_PERIOD}={str(raw_period)!r} is below the floor of "
+                f"{MIN_RECONCILE_PERIOD:g}s; {MIN_RECONCILE_PERIOD:g}s is used"
+            )
+            metadata = obj.get("metadata") or {}
+            log.warning(
+                "reconcile period raised namespace=%s name=%s annotation=%s value=%r floor=%gs",
+                metadata.get("namespace") or "",
+                metadata.get("name"),
+                RECONCILE_PERIOD,
+                str(raw_period),
+                MIN_RECONCILE_PERIOD,
+            )
+            period = MIN_RECONCILE_PERIOD
     return ObjectSettings(
         reconcile_period=period,
         verbosity=_int(annotations, VERBOSITY, 0, 7),
         max_runner_artifacts=_int(annotations, MAX_RUNNER_ARTIFACTS, 0, None),
+        warnings=tuple(warnings),
     )

@@ -7,30 +7,42 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import shutil
 import signal
+import ssl
 import tempfile
 from pathlib import Path
 
 from aiohttp import web
 
 from ansible_operator.cluster import connect_config
+from ansible_operator.controller.api_health import ApiServerHealth
 from ansible_operator.controller.dependents import InformerHub
 from ansible_operator.controller.leader import LeaderElector
+from ansible_operator.controller.metrics_auth import (
+    MetricsAuthorizer,
+    metrics_address,
+    needs_auth,
+    server_tls,
+)
 from ansible_operator.controller.options import OperatorOptions
 from ansible_operator.controller.reconciler import Shared, WatchController
+from ansible_operator.controller.unserved import UnservedKinds
+from ansible_operator.http_limits import GuardedAppRunner
 from ansible_operator.kube.client import ApiClient
-from ansible_operator.kube.discovery import RestMapper, UnknownResource
+from ansible_operator.kube.discovery import Resource, RestMapper
 from ansible_operator.metrics import Metrics
 from ansible_operator.proxy.server import ApiProxy
+from ansible_operator.runner import cgroups
 from ansible_operator.runner.receiver import EventReceiver
 from ansible_operator.runner.warm import WarmProcesses, ansible_environment, start_warm_processes
 from ansible_operator.watches import Watch
 
 log = logging.getLogger("ansible_operator.manager")
-MISSING_KIND_RETRY = 10  # seconds between looks for a watched kind the server does not serve
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
 def parse_bind_address(address: str) -> tuple[str, int] | None:
@@ -50,21 +62,25 @@ class Manager:
         self.hub: InformerHub | None = None
         self.mapper: RestMapper | None = None
         self.proxy: ApiProxy | None = None
+        self.api_health: ApiServerHealth | None = None
         self.ready = False
         self.stopping = asyncio.Event()
         self._sites: list[web.AppRunner] = []
         self.bound: dict[str, tuple[str, int]] = {}
         self._background: set[asyncio.Task[None]] = set()
         self._warm: WarmProcesses | None = None
+        self._run_groups: cgroups.RunGroups | None = None
 
     # ----- servers -----------------------------------------------------------
-    async def _serve(self, name: str, address: str, app: web.Application) -> None:
+    async def _serve(
+        self, name: str, address: str, app: web.Application, tls: ssl.SSLContext | None = None
+    ) -> None:
         bind = parse_bind_address(address)
         if bind is None:
             return
-        runner = web.AppRunner(app, access_log=None)
+        runner = GuardedAppRunner(app, name)
         await runner.setup()
-        site = web.TCPSite(runner, bind[0], bind[1])
+        site = web.TCPSite(runner, bind[0], bind[1], ssl_context=tls)
         await site.start()
         self._sites.append(runner)
         server = site._server  # the bound port, for ':0'
@@ -74,20 +90,28 @@ class Manager:
         log.info("%s server listening address=%s", name, self.bound.get(name, bind))
 
     def _health_app(self) -> web.Application:
+        # controller-runtime's meanings: /healthz liveness (fails: restart me),
+        # /readyz readiness; both also judge the API server (controller/api_health.py).
         async def healthz(_request: web.Request) -> web.Response:
+            reason = self.api_health.unhealthy_reason() if self.api_health else None
+            if reason is not None:
+                return web.Response(status=500, text=f"unhealthy: {reason}")
             return web.Response(text="ok")
 
         async def readyz(_request: web.Request) -> web.Response:
-            if self.ready and not self.stopping.is_set():
-                return web.Response(text="ok")
-            return web.Response(status=503, text="not ready")
+            if not self.ready or self.stopping.is_set():
+                return web.Response(status=503, text="not ready")
+            reason = self.api_health.unready_reason() if self.api_health else None
+            if reason is not None:
+                return web.Response(status=503, text=f"not ready: {reason}")
+            return web.Response(text="ok")
 
         app = web.Application()
         app.router.add_get("/healthz", healthz)
         app.router.add_get("/readyz", readyz)
         return app
 
-    def _metrics_app(self) -> web.Application:
+    def _metrics_app(self, api: ApiClient) -> web.Application:
         async def metrics(_request: web.Request) -> web.Response:
             for controller in self.controllers:
                 self.metrics.queue_depth.labels(controller.gvk_label).set(len(controller.queue))
@@ -96,9 +120,20 @@ class Manager:
                 headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
             )
 
-        app = web.Application()
+        guards = [MetricsAuthorizer(api).middleware()] if needs_auth(self.options) else []
+        app = web.Application(middlewares=guards)
         app.router.add_get("/metrics", metrics)
         return app
+
+    async def _serve_metrics(self, api: ApiClient, scratch: Path) -> None:
+        address = metrics_address(self.options)
+        bind = parse_bind_address(address)
+        if bind is not None and not needs_auth(self.options) and bind[0] not in LOOPBACK:
+            log.warning(
+                "metrics are served to anyone who can reach %s: add --metrics-secure", address
+            )
+        tls = server_tls(self.options, scratch)
+        await self._serve("metrics", address, self._metrics_app(api), tls)
 
     # ----- lifecycle ---------------------------------------------------------
     def request_stop(self) -> None:
@@ -126,14 +161,21 @@ class Manager:
         runner_root = self.options.runner_dir or scratch / "runs"
         receiver = EventReceiver(scratch / "events.sock", on_metric=self.metrics.user_metric)
         elector: LeaderElector | None = None
+        prober: asyncio.Task[None] | None = None
         try:
             async with ApiClient(
                 config, trace_configs=[self.metrics.request_counter("operator")]
             ) as api:
+                self.api_health = ApiServerHealth(
+                    api,
+                    ready_grace=self.options.api_server_ready_grace,
+                    live_grace=self.options.api_server_live_grace,
+                )
+                prober = asyncio.create_task(self.api_health.probe_forever())
                 await self._serve(
                     "health", self.options.health_probe_bind_address, self._health_app()
                 )
-                await self._serve("metrics", self.options.metrics_bind_address, self._metrics_app())
+                await self._serve_metrics(api, scratch)
                 if self.options.leader_elect:
                     elector = LeaderElector(
                         api,
@@ -152,6 +194,9 @@ class Manager:
                         return 0
                     acquiring.result()
                 await receiver.start()
+                # Runs of an operator killed earlier may have left processes.
+                await asyncio.to_thread(cgroups.remove_stale)
+                self._run_groups = cgroups.RunGroups()
                 self._warm = await self._start_warm_processes(scratch)
                 self.mapper = RestMapper(api)
                 self.hub = InformerHub(api, self.options.watch_namespaces)
@@ -176,6 +221,7 @@ class Manager:
                     runner_root=runner_root,
                     interpreter=self._warm.interpreter if self._warm else None,
                     warm_runner=self._warm.run_socket if self._warm else None,
+                    run_groups=self._run_groups or None,
                 )
                 await self._start_controllers(api, shared)
                 self.ready = True
@@ -197,8 +243,12 @@ class Manager:
                 await receiver.stop()
                 return 1 if lost else 0
         finally:
+            if prober is not None:
+                prober.cancel()
             if self._warm is not None:
                 await self._warm.stop()
+            if self._run_groups is not None:
+                await asyncio.to_thread(self._run_groups.close)
             for runner in self._sites:
                 await runner.cleanup()
             shutil.rmtree(scratch, ignore_errors=True)
@@ -240,54 +290,36 @@ class Manager:
 
     async def _start_controllers(self, api: ApiClient, shared: Shared) -> None:
         assert self.hub is not None and self.mapper is not None
+        # One discovery for every watch: served kinds start now, whatever the
+        # number of kinds the server does not serve (controller/unserved.py).
+        await self.mapper.refresh()
         missing: list[Watch] = []
         for watch in self.watches:
-            try:
-                await self._start_controller(watch, shared, wait=False)
-            except UnknownResource as error:
-                log.error(
-                    "not watching kind=%s group=%s version=%s: %s; retrying every %ss, "
-                    "other watches are served",
-                    watch.gvk.kind,
-                    watch.gvk.group,
-                    watch.gvk.version,
-                    error,
-                    MISSING_KIND_RETRY,
-                )
+            gvk = watch.gvk
+            resource = self.mapper.known(gvk.group, gvk.version, gvk.kind)
+            if resource is None:
                 missing.append(watch)
+            else:
+                await self._start_controller(watch, resource, shared, wait=False)
         await self.hub.wait_synced()
         for controller in self.controllers:
             controller.start()
-        for watch in missing:
-            self._background.add(asyncio.create_task(self._start_when_served(watch, shared)))
+        if missing:
+            start_served = functools.partial(self._start_controller, shared=shared, wait=True)
+            unserved = UnservedKinds(self.mapper, missing, start_served)
+            unserved.report()
+            self._background.add(asyncio.create_task(unserved.run()))
 
-    async def _start_controller(self, watch: Watch, shared: Shared, *, wait: bool) -> None:
-        assert self.hub is not None and self.mapper is not None
-        resource = await self.mapper.resource_for(
-            watch.gvk.group, watch.gvk.version, watch.gvk.kind
-        )
+    async def _start_controller(
+        self, watch: Watch, resource: Resource, shared: Shared, *, wait: bool
+    ) -> None:
+        assert self.hub is not None
         controller = WatchController(watch, resource, None, shared)  # type: ignore[arg-type]
         controller.informer = await self.hub.add_primary(controller)
         self.controllers.append(controller)
         if wait:
             await controller.informer.wait_synced()
             controller.start()
-
-    async def _start_when_served(self, watch: Watch, shared: Shared) -> None:
-        """A kind whose CRD is installed after the operator started."""
-        while not self.stopping.is_set():
-            await asyncio.sleep(MISSING_KIND_RETRY)
-            try:
-                await self._start_controller(watch, shared, wait=True)
-            except UnknownResource:
-                continue
-            log.info(
-                "now watching kind=%s group=%s version=%s",
-                watch.gvk.kind,
-                watch.gvk.group,
-                watch.gvk.version,
-            )
-            return
 
     async def _shutdown(self, grace: float) -> None:
         for task in self._background:

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_RECONCILE_PERIOD = 10 * 3600.0
+# A hung run holds a worker and an object forever without these.
+DEFAULT_RUN_TIMEOUT = 3600.0
+DEFAULT_MAX_RUN_OUTPUT = 32 * 2**20  # bytes of Ansible output per run
+DEFAULT_RUN_MEMORY_LIMIT = 2**30  # bytes per run, where the operator may make cgroups
+# How long the API server may be unreachable before /readyz, then /healthz, fail.
+DEFAULT_API_SERVER_READY_GRACE = 30.0
+DEFAULT_API_SERVER_LIVE_GRACE = 300.0
 
 
 @dataclass
@@ -23,10 +31,19 @@ class OperatorOptions:
     reconcile_period: float = DEFAULT_RECONCILE_PERIOD
     max_concurrent_reconciles: int = field(default_factory=lambda: os.cpu_count() or 1)
     max_concurrent_runs: int | None = None  # global cap across watches; None = sum of watches'
-    run_timeout: float | None = None
+    run_timeout: float | None = DEFAULT_RUN_TIMEOUT
+    max_run_output: int | None = DEFAULT_MAX_RUN_OUTPUT
+    run_memory_limit: int | None = DEFAULT_RUN_MEMORY_LIMIT
     proxy_port: int = 8888
-    metrics_bind_address: str = ":8443"
+    metrics_bind_address: str | None = None  # None: loopback unless metrics_secure
+    metrics_secure: bool = False  # HTTPS, and TokenReview + SubjectAccessReview
+    metrics_require_rbac: bool = False  # TokenReview + SubjectAccessReview (HTTP too)
+    metrics_cert_path: Path | None = None  # tls.crt and tls.key; None: self-signed
+    metrics_cert_name: str = "tls.crt"
+    metrics_cert_key: str = "tls.key"
     health_probe_bind_address: str = ":6789"
+    api_server_ready_grace: float = DEFAULT_API_SERVER_READY_GRACE  # 0: never fails /readyz
+    api_server_live_grace: float = DEFAULT_API_SERVER_LIVE_GRACE  # 0: never fails /healthz
     leader_elect: bool = False
     leader_election_id: str = "ansible-operator"
     leader_election_namespace: str | None = None
@@ -42,3 +59,20 @@ class OperatorOptions:
     # warm: modules run in forks of a warm interpreter (runner/module_server.py);
     # reference: a fresh interpreter per task, as Operator SDK's operator does.
     runner_mode: str = "warm"
+
+
+def facts_skipped(environ: Mapping[str, str]) -> bool:
+    """As Operator SDK's operator: role runs gather facts unless
+    ANSIBLE_GATHERING=explicit (its scaffolded manager.yaml sets it), which
+    passes `--role-skip-facts`. `run` and `reconcile` both ask here."""
+    return environ.get("ANSIBLE_GATHERING", "").strip().lower() == "explicit"
+
+
+def unquoted(ansible_args: str) -> str:
+    """`--ansible-args` as a manifest passes it: `args: ["--ansible-args='-e x=1'"]`
+    reaches us with the quotes, there being no shell. Operator SDK strips one
+    pair of quotes around the whole value; so do we."""
+    text = ansible_args.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text

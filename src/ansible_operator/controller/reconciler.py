@@ -33,6 +33,7 @@ from ansible_operator.kube.informer import Informer
 from ansible_operator.metrics import Metrics
 from ansible_operator.runner import rundir
 from ansible_operator.runner.access import AccessProvider, Owner
+from ansible_operator.runner.cgroups import RunGroups
 from ansible_operator.runner.event_plugin import SOCKET_ENV, TOKEN_ENV
 from ansible_operator.runner.events import RunSummary
 from ansible_operator.runner.process import RunResult, RunSpec, execute
@@ -64,6 +65,7 @@ class Shared:
     live_output: Callable[[str], None] | None = None  # `reconcile`: Ansible's own output
     interpreter: Path | None = None  # warm runner mode: the module interpreter shim
     warm_runner: Path | None = None  # warm runner mode: the socket runs are forked through
+    run_groups: RunGroups | None = None  # where runs get cgroups (None: not on this host)
 
 
 @dataclass
@@ -73,6 +75,15 @@ class Outcome:
     requeue_after: float | None = None
     retry: bool = False  # back off and try again
     notes: list[str] = field(default_factory=list)
+
+
+def _credentials(kubeconfig: Mapping[str, Any] | None) -> list[str]:
+    """The secrets of a run's kubeconfig: never shown, should a role print them."""
+    found = []
+    for user in (kubeconfig or {}).get("users") or []:
+        settings = (user or {}).get("user") or {}
+        found += [str(settings[key]) for key in ("token", "password") if settings.get(key)]
+    return found
 
 
 def fields(obj: Mapping[str, Any]) -> str:
@@ -94,6 +105,7 @@ class WatchController:
         self.workers = watch.max_concurrent_reconciles or shared.options.max_concurrent_reconciles
         self._tasks: list[asyncio.Task[None]] = []
         self._in_flight: set[ObjectKey] = set()
+        self._warned: dict[ObjectKey, tuple[str, ...]] = {}  # annotation warnings already sent
         self.last_result: RunResult | None = None
 
     @property
@@ -114,6 +126,8 @@ class WatchController:
         key = ObjectKey(metadata.get("namespace") or "", metadata["name"])
         if kind == "DELETED":
             self.queue.forget(key)
+            self._warned.pop(key, None)
+            self._forget_metrics(obj)
             return
         if kind == "MODIFIED" and not primary_update_matters(
             old, obj, watch_annotations=self.watch.watch_annotations_changes
@@ -201,6 +215,7 @@ class WatchController:
     async def reconcile(self, key: ObjectKey) -> Outcome:
         cached = self.informer.get(key.namespace or None, key.name)
         if cached is None:
+            self._forget_metrics({"metadata": {"name": key.name, "namespace": key.namespace}})
             return Outcome()
         obj = copy.deepcopy(cached)
         metadata = obj["metadata"]
@@ -216,6 +231,11 @@ class WatchController:
         except AnnotationError as error:
             await self._fail(obj, str(error), reason="InvalidAnnotation")
             return Outcome(retry=True)
+        if self._warned.get(key) != settings.warnings:
+            # Once per object and distinct warning: reconciles may come every second.
+            self._warned[key] = settings.warnings
+            for warning in settings.warnings:
+                await self._event(obj, "AnnotationAdjusted", warning, warning=True)
 
         if (
             not deleting
@@ -305,7 +325,10 @@ class WatchController:
         )
         summary = RunSummary()
         task_log = TaskLogger(
-            options.ansible_log_events, fields(obj), ansible_output=options.ansible_debug_logs
+            options.ansible_log_events,
+            fields(obj),
+            ansible_output=options.ansible_debug_logs,
+            redactor=summary.redactor,
         )
 
         live_output = self.shared.live_output
@@ -314,9 +337,11 @@ class WatchController:
             summary.add(event)
             task_log.handle(event)
             if live_output is not None and event.get("stdout"):
-                live_output(str(event["stdout"]))
+                live_output(summary.redactor.stdout(event))
 
         access = self.shared.access.grant(owner)
+        for credential in _credentials(access.kubeconfig):
+            summary.redactor.add(credential)
         channel = self.shared.receiver.open_channel(on_event, label=owner.describe())
         directory = rundir.object_dir(
             self.shared.runner_root,
@@ -337,6 +362,7 @@ class WatchController:
             ansible_args=ansible_args,
             inventory=options.inventory,
             interpreter=self.shared.interpreter,
+            private=rundir.private_root(self.shared.runner_root),
         )
         keep = keep_artifacts if keep_artifacts is not None else watch.max_runner_artifacts
         spec = RunSpec(
@@ -354,6 +380,8 @@ class WatchController:
             keep_artifacts=max(keep, 1),
             skip_facts=options.skip_facts,
             env=self._run_env(channel.token),
+            max_output=options.max_run_output,
+            memory_limit=options.run_memory_limit,
         )
         in_flight = self.shared.metrics.runs_in_flight.labels(self.gvk_label)
         try:
@@ -361,7 +389,12 @@ class WatchController:
                 in_flight.inc()
                 try:
                     log.info("run started %s run=%s", fields(obj), spec.ident)
-                    result = await execute(spec, summary, warm_runner=self.shared.warm_runner)
+                    result = await execute(
+                        spec,
+                        summary,
+                        warm_runner=self.shared.warm_runner,
+                        groups=self.shared.run_groups,
+                    )
                 finally:
                     in_flight.dec()
         finally:
@@ -488,6 +521,13 @@ class WatchController:
             updates,
             observed_generation=metadata.get("generation") if observe else None,
         )
+
+    def _forget_metrics(self, obj: dict[str, Any]) -> None:
+        """A deleted object's series go with it."""
+        metadata = obj.get("metadata") or {}
+        name, namespace = metadata.get("name", ""), metadata.get("namespace", "")
+        gvk = self.watch.gvk
+        self.shared.metrics.forget_object(name, namespace, gvk.group, gvk.version, gvk.kind)
 
     def _record_created(self, obj: dict[str, Any]) -> None:
         metadata = obj.get("metadata") or {}

@@ -3,7 +3,8 @@
 Everything the operator says to the API server goes through one `ApiClient`
 (one connection pool, one event loop). Objects stay plain dicts: the
 operator passes them to Ansible as JSON, so typed models would only be
-converted back.
+converted back. A changed kubeconfig is followed (kube/upstreams.py), and
+whether the server answers is kept for the health probes (kube/reachability.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import aiohttp
 from ansible_operator import __version__
 from ansible_operator.kube.config import KubeConfig
 from ansible_operator.kube.discovery import Resource
+from ansible_operator.kube.reachability import Reachability
+from ansible_operator.kube.upstreams import Upstreams
 
 log = logging.getLogger("ansible_operator.kube")
 
@@ -69,7 +72,8 @@ class ApiClient:
         self.config = config
         self.timeout = timeout
         self.trace_configs = trace_configs  # e.g. counting requests (metrics)
-        self._session: aiohttp.ClientSession | None = None
+        self.reachability = Reachability()
+        self._upstreams: Upstreams | None = None
 
     async def __aenter__(self) -> ApiClient:
         self.open()
@@ -84,25 +88,42 @@ class ApiClient:
         await self.close()
 
     def open(self) -> None:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(
-                base_url=self.config.server.rstrip("/") + "/",
-                connector=aiohttp.TCPConnector(ssl=self.config.ssl, limit=100),
-                headers={"User-Agent": f"ansible-operator/{__version__}"},
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
-                trace_configs=self.trace_configs,
-            )
+        if self._upstreams is None:
+            self._upstreams = Upstreams(self.config, self._new_session)
+
+    def _new_session(self, config: KubeConfig) -> aiohttp.ClientSession:
+        return aiohttp.ClientSession(
+            base_url=config.server.rstrip("/") + "/",
+            connector=aiohttp.TCPConnector(ssl=config.ssl, limit=100),
+            headers={"User-Agent": f"ansible-operator/{__version__}"},
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+            trace_configs=self.trace_configs,
+        )
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        if self._upstreams is not None:
+            await self._upstreams.close()
+            self._upstreams = None
+
+    @property
+    def upstreams(self) -> Upstreams:
+        if self._upstreams is None:
+            raise RuntimeError("ApiClient is not open; use `async with ApiClient(config)`")
+        return self._upstreams
 
     @property
     def session(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            raise RuntimeError("ApiClient is not open; use `async with ApiClient(config)`")
-        return self._session
+        return self.upstreams.latest.session
+
+    async def current_generation(self) -> int:
+        """The generation of the kubeconfig in use, after reading it again if it
+        changed: what an informer listed under another one may be another cluster."""
+        return (await self.upstreams.current()).generation
+
+    async def pause(self, seconds: float) -> None:
+        """Sleep before a retry, ending early when the kubeconfig changes: the
+        failure may have been the old server's."""
+        await self.upstreams.wait_switched(seconds)
 
     # ----- raw ----------------------------------------------------------------
     async def request(
@@ -114,31 +135,39 @@ class ApiClient:
         body: Any = None,
         content_type: str = "application/json",
     ) -> Any:
-        headers = await self.config.auth_headers()
-        headers["Accept"] = "application/json"
-        data = None
-        if body is not None:
-            data = json.dumps(body)
-            headers["Content-Type"] = content_type
-        try:
-            async with self.session.request(
-                method,
-                path.lstrip("/"),
-                params=params,
-                data=data,
-                headers=headers,
-                timeout=aiohttp.ClientTimeout(total=self.timeout),
-            ) as response:
-                text = await response.text()
-                if response.status >= 400:
-                    raise _error_from(response.status, text)
-        except (aiohttp.ClientError, TimeoutError) as error:
-            raise ApiError(
-                503,
-                "ServiceUnavailable",
-                f"{method} {path}: API server unreachable at {self.config.server}: "
-                f"{error or type(error).__name__}",
-            ) from error
+        data = json.dumps(body) if body is not None else None
+        for attempt in range(2):
+            async with self.upstreams.use() as upstream:
+                headers = await self.config.auth_headers()
+                headers["Accept"] = "application/json"
+                if data is not None:
+                    headers["Content-Type"] = content_type
+                try:
+                    async with upstream.session.request(
+                        method,
+                        path.lstrip("/"),
+                        params=params,
+                        data=data,
+                        headers=headers,
+                        timeout=aiohttp.ClientTimeout(total=self.timeout),
+                    ) as response:
+                        status, text = response.status, await response.text()
+                except (aiohttp.ClientError, TimeoutError) as error:
+                    reason = f"{error or type(error).__name__}"
+                    self.reachability.failed(upstream.server, reason)
+                    raise ApiError(
+                        503,
+                        "ServiceUnavailable",
+                        f"{method} {path}: API server unreachable at {upstream.server}: {reason}",
+                    ) from error
+            self.reachability.answered()
+            # 401: our credential expired or was revoked; as client-go, renew it
+            # once (re-run the exec plugin, re-read the token file) and retry.
+            if status == 401 and attempt == 0 and await self.config.refresh_credentials(headers):
+                continue
+            if status >= 400:
+                raise _error_from(status, text)
+            break
         return json.loads(text) if text else {}
 
     # ----- verbs --------------------------------------------------------------
@@ -266,35 +295,49 @@ class ApiClient:
             params["labelSelector"] = label_selector
         if field_selector:
             params["fieldSelector"] = field_selector
-        headers = await self.config.auth_headers()
-        headers["Accept"] = "application/json"
-        try:
-            async with self.session.get(
-                resource.path(namespace).lstrip("/"),
-                params=params,
-                headers=headers,
-                timeout=aiohttp.ClientTimeout(
-                    total=None, sock_connect=10, sock_read=timeout_seconds + 30
-                ),
-            ) as response:
-                if response.status >= 400:
-                    raise _error_from(response.status, await response.text())
-                # Lines can be far larger than aiohttp's readline limit (big objects).
-                buffer = b""
-                async for chunk in response.content.iter_any():
-                    buffer += chunk
-                    while b"\n" in buffer:
-                        line, buffer = buffer.split(b"\n", 1)
-                        if line.strip():
-                            yield self._event(json.loads(line))
-                if buffer.strip():
-                    yield self._event(json.loads(buffer))
-        except (aiohttp.ClientError, TimeoutError) as error:
-            raise ApiError(
-                503,
-                "ServiceUnavailable",
-                f"watch {resource.plural}: {error or type(error).__name__}",
-            ) from error
+        for attempt in range(2):
+            headers = await self.config.auth_headers()
+            headers["Accept"] = "application/json"
+            # Not held as a user of the session: a kubeconfig change closes it
+            # under this watch, and the informer relists from the new server.
+            # (Taken last: nothing awaited between here and the request.)
+            upstream = await self.upstreams.current()
+            try:
+                async with upstream.session.get(
+                    resource.path(namespace).lstrip("/"),
+                    params=params,
+                    headers=headers,
+                    timeout=aiohttp.ClientTimeout(
+                        total=None, sock_connect=10, sock_read=timeout_seconds + 30
+                    ),
+                ) as response:
+                    self.reachability.answered()
+                    if (
+                        response.status == 401
+                        and attempt == 0
+                        and await self.config.refresh_credentials(headers)
+                    ):
+                        continue  # renewed credentials: see `request`
+                    if response.status >= 400:
+                        raise _error_from(response.status, await response.text())
+                    # Lines can be far larger than aiohttp's readline limit (big objects).
+                    buffer = b""
+                    async for chunk in response.content.iter_any():
+                        buffer += chunk
+                        while b"\n" in buffer:
+                            line, buffer = buffer.split(b"\n", 1)
+                            if line.strip():
+                                yield self._event(json.loads(line))
+                    if buffer.strip():
+                        yield self._event(json.loads(buffer))
+                    return
+            except (aiohttp.ClientError, TimeoutError) as error:
+                reason = f"{error or type(error).__name__}"
+                if not upstream.retired:  # our own switch ended it: not the server's failure
+                    self.reachability.failed(upstream.server, reason)
+                raise ApiError(
+                    503, "ServiceUnavailable", f"watch {resource.plural}: {reason}"
+                ) from error
 
     @staticmethod
     def _event(event: dict[str, Any]) -> dict[str, Any]:

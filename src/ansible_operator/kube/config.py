@@ -1,30 +1,123 @@
 """Where the API server is and how to authenticate to it.
 
-The `kubernetes` package does the reading (kubeconfig with contexts, exec and
-OIDC plugins, in-cluster service account); we turn its result into what our
-aiohttp traffic needs: a base URL, an SSL context and fresh auth headers.
+The `kubernetes` package reads kubeconfig files (merging $KUBECONFIG's list,
+choosing the context, writing out embedded certificates); we turn its result
+into what our aiohttp traffic needs: a base URL, an SSL context, and
+credentials that stay valid (kube/credentials.py) as the operator runs for
+weeks: rotated token files, exec plugins and OIDC tokens that expire.
+
+A kubeconfig is also read again when its file changes (`ansible-operator
+cluster up` on new ports, a rewritten context, a rotated client certificate):
+the KubeConfig knows its files and takes the new settings in place, under a new
+`generation`, which the API client and the proxy follow (kube/upstreams.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import logging
 import os
 import shutil
 import ssl
 import tempfile
-from collections.abc import Callable
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import yaml
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.config.config_exception import ConfigException
+from kubernetes.config.kube_config import KubeConfigMerger
 
-IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+from ansible_operator.kube.credentials import (
+    CredentialError,
+    Credentials,
+    ExecPlugin,
+    LibraryCredentials,
+    NoCredentials,
+    TokenFile,
+    user_credentials,
+)
+
+log = logging.getLogger("ansible_operator.kube")
+
+SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+# What a kubeconfig user may say about credentials: ours to handle, hidden from
+# the library (it would run exec plugins itself and keep tokens it never re-reads).
+CREDENTIAL_KEYS = ("auth-provider", "token", "tokenFile", "exec", "username", "password")
+RECHECK_INTERVAL = 1.0  # seconds between looks at a kubeconfig's files for a change
+# File timestamps are coarse: a file written this close to a look may change
+# again with the same stat, so its content is compared (git's "racy" entries).
+RACY_NS = 2_000_000_000
 
 
 class KubeConfigError(RuntimeError):
     """No usable cluster configuration; the message says what was tried."""
+
+
+FileState = tuple[int, int, int, int] | None  # device, inode, mtime, size; None: absent
+
+
+class SourceFiles:
+    """The kubeconfig files a KubeConfig was read from, and whether their
+    content changed since: a stat per look (at most one a second, the cost of a
+    request's token-file check), the content read only when a stat differs or
+    the file was written just before the last look, so a `touch` or a rewrite
+    with the same bytes changes nothing."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        self.paths = paths
+        self._stated_at = time.time_ns()
+        self._states = self._stat()
+        self._digest = self._read_digest()
+        self._looked_at = time.monotonic()
+
+    def _stat(self) -> tuple[FileState, ...]:
+        states: list[FileState] = []
+        for path in self.paths:
+            try:
+                stat = path.stat()  # through symlinks: a ConfigMap mount swaps `..data`
+            except OSError:
+                states.append(None)
+            else:
+                states.append((stat.st_dev, stat.st_ino, stat.st_mtime_ns, stat.st_size))
+        return tuple(states)
+
+    def _read_digest(self) -> str:
+        digest = hashlib.sha256()
+        for path in self.paths:
+            try:
+                digest.update(path.read_bytes())
+            except OSError:
+                digest.update(b"\0absent")
+            digest.update(b"\0")
+        return digest.hexdigest()
+
+    def _racy(self) -> bool:
+        newest = max((state[2] for state in self._states if state), default=0)
+        return self._stated_at - newest < RACY_NS
+
+    def changed(self) -> bool:
+        """True once per change of content, to the one caller that saw it."""
+        now = time.monotonic()
+        if now - self._looked_at < RECHECK_INTERVAL:
+            return False
+        self._looked_at = now
+        racy = self._racy()
+        self._stated_at = time.time_ns()
+        states = self._stat()
+        if states == self._states and not racy:
+            return False
+        self._states = states
+        digest = self._read_digest()
+        if digest == self._digest:
+            return False
+        self._digest = digest
+        return True
 
 
 @dataclass
@@ -33,35 +126,72 @@ class KubeConfig:
     ssl: ssl.SSLContext | bool
     namespace: str = "default"
     source: str = ""
-    _configuration: k8s_client.Configuration | None = field(default=None, repr=False)
-    _static_headers: dict[str, str] = field(default_factory=dict, repr=False)
+    credentials: Credentials = field(default_factory=NoCredentials, repr=False)
+    context: str | None = None
+    # Where it was read from (None: in-cluster or built in code, never re-read),
+    # and how many times it has been re-read since: sessions and watches made
+    # under an older generation talk to what may be another server.
+    files: SourceFiles | None = field(default=None, repr=False, compare=False)
+    generation: int = 0
+    _reloading: asyncio.Lock = field(
+        default_factory=asyncio.Lock, init=False, repr=False, compare=False
+    )
+
+    async def reload_if_changed(self) -> bool:
+        """Read the kubeconfig again if its files changed, and take its server,
+        TLS settings, namespace and credentials. True when they were taken. A
+        file that does not load (half written, broken) is logged and the
+        settings in use are kept until the file changes again."""
+        if self.files is None or not self.files.changed():
+            return False
+        async with self._reloading:
+            try:
+                # Reading may run an exec plugin: never on the event loop.
+                fresh = await asyncio.to_thread(_from_kubeconfig, self.source, self.context)
+            except KubeConfigError as error:
+                log.warning(
+                    "kubeconfig changed but cannot be used, keeping server=%s error=%s",
+                    self.server,
+                    error,
+                )
+                return False
+            previous = self.server
+            self.server, self.ssl = fresh.server, fresh.ssl
+            self.namespace, self.credentials = fresh.namespace, fresh.credentials
+            self.generation += 1
+            log.info(
+                "kubeconfig changed, using it now source=%s server=%s was=%s",
+                self.source,
+                self.server,
+                previous,
+            )
+            return True
 
     async def auth_headers(self) -> dict[str, str]:
-        """Authorization for the next request; tokens from exec/OIDC plugins and
-        projected service-account tokens are refreshed as the client library does."""
-        configuration = self._configuration
-        if configuration is None:
-            return dict(self._static_headers)
-        hook: Callable[[k8s_client.Configuration], None] | None = getattr(
-            configuration, "refresh_api_key_hook", None
-        )
-        if hook is not None:
-            # Exec plugins may run a command: keep the event loop free.
-            await asyncio.to_thread(hook, configuration)
-        headers = dict(self._static_headers)
-        token = configuration.get_api_key_with_prefix("authorization")
-        if token:
-            headers["Authorization"] = token
-        elif configuration.username and configuration.password:
-            headers["Authorization"] = configuration.get_basic_auth_token()
-        return headers
+        """Authorization for the next request, renewed when its source says so."""
+        header = await self.credentials.header()
+        return {"Authorization": header} if header else {}
+
+    async def refresh_credentials(self, rejected: Mapping[str, str]) -> bool:
+        """The API server answered 401 to a request sent with `rejected`
+        headers: renew the credential now (re-run the exec plugin, re-read the
+        token file). True when a retry would send different credentials."""
+        return await self.credentials.refresh(rejected.get("Authorization"))
 
 
-def _ssl_context(configuration: k8s_client.Configuration) -> ssl.SSLContext | bool:
+def _ssl_context(
+    configuration: k8s_client.Configuration, scratch: str, certificate: tuple[str, str] | None
+) -> ssl.SSLContext | bool:
     if not configuration.host.startswith("https"):
         return False
     context = ssl.create_default_context(cafile=configuration.ssl_ca_cert or None)
-    if configuration.cert_file:
+    if certificate is not None:
+        # An exec plugin's certificate: as the library, it takes the place of the user's.
+        cert_file, key_file = Path(scratch, "exec-client.crt"), Path(scratch, "exec-client.key")
+        cert_file.write_text(certificate[0])
+        key_file.write_text(certificate[1])
+        context.load_cert_chain(cert_file, key_file)
+    elif configuration.cert_file:
         context.load_cert_chain(configuration.cert_file, configuration.key_file)
     if not configuration.verify_ssl:
         context.check_hostname = False
@@ -72,21 +202,10 @@ def _ssl_context(configuration: k8s_client.Configuration) -> ssl.SSLContext | bo
     return context
 
 
-def _kubeconfig_namespace(path: str, context: str | None) -> str:
-    try:
-        contexts, active = k8s_config.list_kube_config_contexts(config_file=path)
-    except ConfigException:
-        return "default"
-    chosen = active
-    if context is not None:
-        chosen = next((c for c in contexts if c.get("name") == context), active)
-    return ((chosen or {}).get("context") or {}).get("namespace") or "default"
-
-
-def _from_kubeconfig(path: str, context: str | None) -> KubeConfig:
+def _library_header(path: str, context: str | None) -> str | None:
+    """The `kubernetes` package's own reading of the user's credentials (an
+    OIDC id-token it renews through the identity provider when expired)."""
     configuration = k8s_client.Configuration()
-    # Certificates embedded in the kubeconfig are written out by the library;
-    # they go in a private directory that is gone once the SSL context holds them.
     scratch = tempfile.mkdtemp(prefix="ansible-operator-kubeconfig-")
     try:
         k8s_config.load_kube_config(
@@ -96,35 +215,136 @@ def _from_kubeconfig(path: str, context: str | None) -> KubeConfig:
             persist_config=False,
             temp_file_path=scratch,
         )
-        context_ssl = _ssl_context(configuration)
-    except (ConfigException, OSError, ssl.SSLError) as error:
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return configuration.get_api_key_with_prefix("BearerToken", alias="authorization")
+
+
+def _selected(merged: Any, context: str | None) -> tuple[Any, Any, Any]:
+    """The chosen context, its user entry (None: no user) and its cluster."""
+    chosen = merged["contexts"].get_with_name(context or merged["current-context"])
+    user_name = chosen["context"].safe_get("user")
+    user_entry = None
+    if user_name and merged.safe_get("users"):
+        user_entry = merged["users"].get_with_name(user_name, safe=True)
+    cluster = merged["clusters"].get_with_name(chosen["context"]["cluster"])["cluster"]
+    return chosen, user_entry, cluster
+
+
+def _from_kubeconfig(path: str, context: str | None) -> KubeConfig:
+    # Looked at before reading: a change made while we read is seen next time.
+    files = SourceFiles([Path(p).expanduser() for p in path.split(os.pathsep) if p])
+    # Certificates embedded in the kubeconfig are written out by the library;
+    # they go in a private directory that is gone once the SSL context holds them.
+    scratch = tempfile.mkdtemp(prefix="ansible-operator-kubeconfig-")
+    try:
+        merged = KubeConfigMerger(path).config
+        if merged is None:
+            raise ConfigException(f"no kubeconfig file found at {path}")
+        chosen, user_entry, cluster = _selected(merged, context)
+        credentials: Credentials | None = None
+        configuration = k8s_client.Configuration()
+        if user_entry is not None:
+            user = user_entry["user"]
+            where = f"kubeconfig {user_entry.path or path}: user {user_entry['name']!r}"
+            base = Path(user_entry.path).parent if user_entry.path else Path.cwd()
+            credentials = user_credentials(
+                user, base, cluster, where, lambda: _library_header(path, context)
+            )
+            if credentials is not None:
+                user_entry.value["user"] = {
+                    key: value for key, value in user.value.items() if key not in CREDENTIAL_KEYS
+                }
+        k8s_config.load_kube_config_from_dict(
+            merged,
+            context=context,
+            client_configuration=configuration,
+            persist_config=False,
+            temp_file_path=scratch,
+        )
+        if credentials is None:
+            # No credentials, client certificates, or an auth-provider the
+            # library implements (gcp): read as the library's own client does.
+            credentials = (
+                LibraryCredentials(configuration, f"kubeconfig {path}")
+                if configuration.api_key or configuration.refresh_api_key_hook
+                else NoCredentials(f"kubeconfig {path}")
+            )
+        certificate = (
+            credentials.client_certificate if isinstance(credentials, ExecPlugin) else None
+        )
+        context_ssl = _ssl_context(configuration, scratch, certificate)
+    except CredentialError as error:
+        raise KubeConfigError(str(error)) from error
+    except (ConfigException, OSError, ssl.SSLError, yaml.YAMLError) as error:
         raise KubeConfigError(f"cannot use kubeconfig {path}: {error}") from error
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return KubeConfig(
         server=configuration.host,
         ssl=context_ssl,
-        namespace=_kubeconfig_namespace(path, context),
+        namespace=chosen["context"].safe_get("namespace") or "default",
         source=path,
-        _configuration=configuration,
+        credentials=credentials,
+        context=context,
+        files=files,
     )
 
 
-def _in_cluster() -> KubeConfig:
-    configuration = k8s_client.Configuration()
+def _join_host_port(host: str, port: str) -> str:
+    return f"[{host}]:{port}" if ":" in host or "%" in host else f"{host}:{port}"
+
+
+def in_cluster(
+    root: Path = SERVICE_ACCOUNT_DIR, environ: Mapping[str, str] | None = None
+) -> KubeConfig:
+    """The pod's service account: KUBERNETES_SERVICE_HOST/PORT, and `token`,
+    `ca.crt`, `namespace` under `root`. The token is re-read as the kubelet
+    rotates it (projected tokens live an hour or so)."""
+    environ = os.environ if environ is None else environ
+    host = environ.get("KUBERNETES_SERVICE_HOST", "")
+    port = environ.get("KUBERNETES_SERVICE_PORT", "")
+    if not host or not port:
+        raise KubeConfigError(
+            "in-cluster configuration: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT "
+            "must both be set"
+        )
+    ca_file = root / "ca.crt"
     try:
-        k8s_config.load_incluster_config(client_configuration=configuration)
-    except ConfigException as error:
+        credentials = TokenFile(root / "token", f"in-cluster service account ({root})")
+        context = ssl.create_default_context(cafile=ca_file)
+    except CredentialError as error:
         raise KubeConfigError(f"in-cluster configuration: {error}") from error
+    except (OSError, ssl.SSLError) as error:
+        raise KubeConfigError(f"in-cluster configuration: CA file {ca_file}: {error}") from error
+    namespace_file = root / "namespace"
     namespace = "default"
-    if IN_CLUSTER_NAMESPACE.exists():
-        namespace = IN_CLUSTER_NAMESPACE.read_text().strip() or "default"
+    if namespace_file.exists():
+        namespace = namespace_file.read_text().strip() or "default"
     return KubeConfig(
-        server=configuration.host,
-        ssl=_ssl_context(configuration),
+        server="https://" + _join_host_port(host, port),
+        ssl=context,
         namespace=namespace,
         source="in-cluster",
-        _configuration=configuration,
+        credentials=credentials,
+    )
+
+
+def from_client_configuration(
+    configuration: k8s_client.Configuration, source: str = "kubernetes.client.Configuration"
+) -> KubeConfig:
+    """A KubeConfig for a `kubernetes.client.Configuration` built elsewhere
+    (embedding): its api_key, api_key_prefix and refresh hook are honoured."""
+    scratch = tempfile.mkdtemp(prefix="ansible-operator-kubeconfig-")
+    try:
+        context = _ssl_context(configuration, scratch, None)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return KubeConfig(
+        server=configuration.host,
+        ssl=context,
+        source=source,
+        credentials=LibraryCredentials(configuration, source),
     )
 
 
@@ -137,7 +357,7 @@ def load_config(path: str | Path | None = None, context: str | None = None) -> K
     if env_path:
         return _from_kubeconfig(env_path, context)
     if os.environ.get("KUBERNETES_SERVICE_HOST"):
-        return _in_cluster()
+        return in_cluster()
     home = Path("~/.kube/config").expanduser()
     if home.exists():
         return _from_kubeconfig(str(home), context)

@@ -4,12 +4,16 @@ The mapper reads the aggregated discovery documents once (`/api`, `/apis`)
 and again when asked for something it does not know, so a CRD installed
 after start-up is found; refreshes are spaced by `REFRESH_INTERVAL`, and
 callers asking meanwhile share the next one. API services that do not
-answer (a broken metrics-server) are skipped, not fatal.
+answer (a broken metrics-server) are skipped, not fatal. `known` answers from
+the last discovery without asking again: what the manager uses for watched
+kinds, so kinds the server does not serve cost nothing at start-up
+(controller/unserved.py looks for them again, with backoff).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -96,12 +100,27 @@ class RestMapper:
         self._by_plural: dict[tuple[str, str, str], Resource] = {}
         self._lock = asyncio.Lock()
         self._loaded_at: float | None = None
+        self.refreshes = 0  # discoveries done so far
+        self._refreshed = asyncio.Event()  # set, then replaced, by each discovery
 
     async def resource_for(self, group: str, version: str, kind: str) -> Resource:
         return await self._find("kind", (group, version, kind))
 
     async def resource_for_plural(self, group: str, version: str, plural: str) -> Resource:
         return await self._find("plural", (group, version, plural))
+
+    def known(self, group: str, version: str, kind: str) -> Resource | None:
+        """The kind as the last discovery saw it (None: not served then)."""
+        return self._by_kind.get((group, version, kind))
+
+    async def wait_refreshed(self, seen: int, seconds: float) -> bool:
+        """Wait up to `seconds` for a discovery after the `seen`-th."""
+        refreshed = self._refreshed
+        if self.refreshes > seen:
+            return True
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(refreshed.wait(), seconds)
+        return self.refreshes > seen
 
     def _index(self, by: str) -> dict[tuple[str, str, str], Resource]:
         return self._by_kind if by == "kind" else self._by_plural
@@ -156,3 +175,6 @@ class RestMapper:
                 by_plural[(resource.group, resource.version, resource.plural)] = resource
         self._by_kind, self._by_plural = by_kind, by_plural
         self._loaded_at = time.monotonic()
+        self.refreshes += 1
+        self._refreshed.set()
+        self._refreshed = asyncio.Event()

@@ -6,7 +6,10 @@ and telling a listener what changed.
   left off instead of relisting.
 - 410 Gone (the resourceVersion is too old): relist, and diff the fresh list
   against the store, so deletes missed while disconnected are still reported.
-- Any other failure: reconnect with exponential backoff (capped), logged.
+- Any other failure: reconnect with exponential backoff (capped), logged;
+  the wait ends early when the kubeconfig changes.
+- A changed kubeconfig (kube/config.py): relist, since the new server may be
+  another cluster whose resourceVersions mean nothing here.
 """
 
 from __future__ import annotations
@@ -155,12 +158,18 @@ class Informer:
     # ----- the loop ---------------------------------------------------------
     async def _run(self, namespace: str | None) -> None:
         version: str | None = None
+        listed_generation = 0
         backoff = BACKOFF_START
         where = f" namespace={namespace}" if namespace else ""
         while True:
             try:
+                generation = await self.api.current_generation()
+                if version is not None and generation != listed_generation:
+                    log.info("kubeconfig changed, relisting informer=%s%s", self.name, where)
+                    version = None
                 if version is None:
                     version = await self._relist(namespace)
+                    listed_generation = generation
                 async for event in self.api.watch(
                     self.resource,
                     namespace,
@@ -184,11 +193,11 @@ class Informer:
                     backoff,
                     error,
                 )
-                await asyncio.sleep(backoff)
+                await self.api.pause(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX)
             except Exception:
                 log.exception("informer crashed, retrying informer=%s%s", self.name, where)
-                await asyncio.sleep(backoff)
+                await self.api.pause(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX)
 
     async def _relist(self, namespace: str | None) -> str:

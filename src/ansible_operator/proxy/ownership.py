@@ -5,6 +5,12 @@ both live in one namespace), a dependent gets one with `controller: true` and
 `blockOwnerDeletion: true`. Otherwise (a namespaced owner and a cluster-scoped
 dependent, or one in another namespace) it gets the reference's annotations,
 which our dependent watches map back to the owner.
+
+Only what a run creates is marked. A write that replaces or applies an object
+that already exists keeps our mark if the object carries it, and otherwise
+leaves the object's ownership alone: adopting a hand-made object would let the
+garbage collector delete it with the custom object (Operator SDK, too, marks
+only what a run creates).
 """
 
 from __future__ import annotations
@@ -96,14 +102,59 @@ def inject(body: Mapping[str, Any], owner: Owner, dependent_namespace: str | Non
 
 
 def patch_removes_ours(patch: Mapping[str, Any], owner: Owner) -> bool:
-    """A merge or strategic patch that sets ownerReferences to a list without ours."""
+    """A merge or strategic patch that sets ownerReferences to a list without
+    ours, or drops or changes our owner annotations."""
     metadata = patch.get("metadata")
-    if not isinstance(metadata, Mapping) or "ownerReferences" not in metadata:
+    if not isinstance(metadata, Mapping):
         return False
-    references = metadata.get("ownerReferences") or []
-    return not any(
-        isinstance(reference, Mapping) and reference.get("uid") == owner.uid
-        for reference in references
+    if "ownerReferences" in metadata:
+        references = metadata.get("ownerReferences") or []
+        if not any(
+            isinstance(reference, Mapping) and reference.get("uid") == owner.uid
+            for reference in references
+        ):
+            return True
+    if "annotations" in metadata:
+        annotations = metadata.get("annotations")
+        if not isinstance(annotations, Mapping):
+            return True  # `annotations: null` drops them all
+        wanted = owner_annotations(owner)
+        return any(key in annotations and annotations[key] != wanted[key] for key in wanted)
+    return False
+
+
+def carries_ours(obj: Mapping[str, Any] | None, owner: Owner) -> bool:
+    """Whether `obj` is marked as `owner`'s: our ownerReference or our annotations."""
+    metadata = (obj or {}).get("metadata")
+    if not isinstance(metadata, Mapping):
+        return False
+    for reference in metadata.get("ownerReferences") or []:
+        if isinstance(reference, Mapping) and reference.get("uid") == owner.uid:
+            return True
+    annotations = metadata.get("annotations")
+    if not isinstance(annotations, Mapping):
+        return False
+    return all(annotations.get(key) == value for key, value in owner_annotations(owner).items())
+
+
+def mark_write(
+    body: Mapping[str, Any],
+    owner: Owner,
+    dependent_namespace: str | None,
+    *,
+    existing: Mapping[str, Any] | None,
+) -> Injection:
+    """Our mark for a write that may create or update: `existing` is the object
+    as it is now (None when absent, so the write creates it). Marked when it
+    creates, or when the object already carries our mark (a replace or apply
+    without it would drop it); left alone otherwise, never adopted."""
+    if existing is None or carries_ours(existing, owner):
+        return inject(body, owner, dependent_namespace)
+    return Injection(
+        dict(body),
+        False,
+        "it exists without our owner reference (not created by a run of this owner); "
+        "left unowned, never adopted",
     )
 
 

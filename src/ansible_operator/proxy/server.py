@@ -26,13 +26,21 @@ import aiohttp
 import yaml
 from aiohttp import web
 from multidict import CIMultiDict
+from yarl import URL
 
+from ansible_operator.http_limits import GuardedAppRunner
 from ansible_operator.kube.config import KubeConfig
 from ansible_operator.kube.discovery import Resource, RestMapper
 from ansible_operator.kube.kubeconfig import build_kubeconfig
 from ansible_operator.kube.selectors import SelectorError
+from ansible_operator.kube.upstreams import Upstream, Upstreams
 from ansible_operator.proxy import ownership
-from ansible_operator.proxy.paths import ResourcePath, parse_resource_path
+from ansible_operator.proxy.paths import (
+    ResourcePath,
+    UnsafePathError,
+    decoded_path,
+    parse_resource_path,
+)
 from ansible_operator.runner.access import Owner, RunAccess
 
 log = logging.getLogger("ansible_operator.proxy")
@@ -55,6 +63,7 @@ HOP_BY_HOP = frozenset(
 APPLY_PATCH = "application/apply-patch+yaml"
 BUFFERED_BODY = 1 << 20  # larger GET answers (big LISTs) are streamed through
 MERGE_PATCHES = ("application/merge-patch+json", "application/strategic-merge-patch+json")
+UNOWNED_REMEMBERED = 10_000  # (owner, object) pairs already logged as left unowned
 
 
 class ObjectCache(Protocol):
@@ -86,6 +95,22 @@ class Grant:
     owner: Owner
 
 
+def status_response(code: int, reason: str, message: str) -> web.Response:
+    """An error as the API server gives one: a Kubernetes Status."""
+    return web.json_response(
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "code": code,
+            "reason": reason,
+            "message": message,
+        },
+        status=code,
+    )
+
+
 class ApiProxy:
     def __init__(
         self,
@@ -108,8 +133,10 @@ class ApiProxy:
         self.trace_configs = trace_configs
         self.on_cache_hit = on_cache_hit
         self._grants: dict[str, Grant] = {}
+        self._unowned_said: set[tuple[str, str]] = set()
         self._runner: web.AppRunner | None = None
-        self._session: aiohttp.ClientSession | None = None
+        # Sessions to the API server, following a changed kubeconfig (kube/upstreams.py).
+        self._upstreams: Upstreams | None = None
         self.bound_port: int | None = None
         self.stats = {"cache_hits": 0, "forwarded": 0, "injected": 0, "unauthorized": 0}
 
@@ -132,16 +159,19 @@ class ApiProxy:
         return RunAccess(kubeconfig=kubeconfig, revoke=revoke)
 
     # ----- lifecycle -----------------------------------------------------------
-    async def start(self) -> int:
-        self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(ssl=self.config.ssl, limit=64),
+    def _new_session(self, config: KubeConfig) -> aiohttp.ClientSession:
+        return aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=config.ssl, limit=64),
             auto_decompress=False,
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
             trace_configs=self.trace_configs,
         )
+
+    async def start(self) -> int:
+        self._upstreams = Upstreams(self.config, self._new_session)
         app = web.Application(client_max_size=64 * 2**20)
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        self._runner = GuardedAppRunner(app, "proxy", handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self.port)
         await site.start()
@@ -153,8 +183,8 @@ class ApiProxy:
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
-        if self._session is not None:
-            await self._session.close()
+        if self._upstreams is not None:
+            await self._upstreams.close()
 
     # ----- request handling ----------------------------------------------------
     def _grant_for(self, request: web.Request) -> Grant | None:
@@ -178,9 +208,31 @@ class ApiProxy:
                 },
                 status=401,
             )
+        impersonation = [key for key in request.headers if key.lower().startswith("impersonate-")]
+        if impersonation:
+            # Cached answers could not honour it, and a run acts as its operator.
+            return status_response(
+                403,
+                "Forbidden",
+                f"the ansible-operator proxy does not forward impersonation "
+                f"(header {impersonation[0]}); a run acts as the operator's service account",
+            )
+        try:
+            # Reasoned about as the API server will read it; forwarded as sent.
+            path = decoded_path(request.rel_url.raw_path)
+        except UnsafePathError as error:
+            log.warning(
+                "api proxy refused a path owner=%s path=%r reason=%s",
+                grant.owner.describe(),
+                request.rel_url.raw_path,
+                error,
+            )
+            return status_response(
+                400, "BadRequest", f"the ansible-operator proxy refuses this path: {error}"
+            )
         if request.headers.get("Upgrade"):
             return await self._tunnel(request)
-        target = parse_resource_path(request.path)
+        target = parse_resource_path(path)
         body = await request.read() if request.can_read_body else b""
         if target is not None:
             resource = await self._resource(target)
@@ -190,7 +242,7 @@ class ApiProxy:
                     if cached is not None:
                         return cached
                 elif request.method in ("POST", "PUT", "PATCH") and target.subresource is None:
-                    body = self._mark_ownership(request, target, resource, grant.owner, body)
+                    body = await self._mark_ownership(request, target, resource, grant.owner, body)
         return await self._forward(request, body, target, grant)
 
     async def _resource(self, target: ResourcePath) -> Resource | None:
@@ -250,7 +302,7 @@ class ApiProxy:
         return web.json_response(body, headers={"X-Cache": "HIT"})
 
     # ----- ownership ------------------------------------------------------------
-    def _mark_ownership(
+    async def _mark_ownership(
         self,
         request: web.Request,
         target: ResourcePath,
@@ -274,15 +326,31 @@ class ApiProxy:
         merge_patch = request.method == "PATCH" and content_type in MERGE_PATCHES
         if merge_patch and not ownership.patch_removes_ours(document, owner):
             return body
+        metadata = document.get("metadata") or {}
         if request.method == "POST":
-            namespace = (document.get("metadata") or {}).get("namespace") or namespace
-        injection = ownership.inject(document, owner, namespace)
+            namespace = metadata.get("namespace") or namespace
+            injection = ownership.inject(document, owner, namespace)
+        else:
+            # A replace, an apply or a patch dropping our mark: it creates the
+            # object, or updates one that may not be ours to mark.
+            found, existing = await self._existing(request, target, resource, owner)
+            if not found:
+                log.warning(
+                    "ownership left alone kind=%s namespace=%s name=%s owner=%s reason=%s",
+                    resource.kind,
+                    namespace or "",
+                    target.name,
+                    owner.describe(),
+                    "could not read the object to tell whether the run creates it",
+                )
+                return body
+            injection = ownership.mark_write(document, owner, namespace, existing=existing)
         if injection.note:
             log.warning(
                 "ownership left alone kind=%s namespace=%s name=%s owner=%s reason=%s",
                 resource.kind,
                 namespace or "",
-                (document.get("metadata") or {}).get("name"),
+                metadata.get("name") or target.name,
                 owner.describe(),
                 injection.note,
             )
@@ -291,20 +359,64 @@ class ApiProxy:
         self.stats["injected"] += 1
         return json.dumps(injection.body).encode()
 
+    async def _existing(
+        self, request: web.Request, target: ResourcePath, resource: Resource, owner: Owner
+    ) -> tuple[bool, dict[str, Any] | None]:
+        """(read, the object as it is now or None when absent). A cached copy
+        that carries our mark is enough; anything else is read from the server,
+        so an object made a moment ago by hand is never taken for a new one."""
+        namespace = target.namespace if resource.namespaced else None
+        if self.cache is not None and target.name is not None:
+            kind = self.cache.lookup(resource, namespace, owner)
+            cached = kind.get(namespace, target.name) if kind is not None else None
+            if cached is not None and ownership.carries_ours(cached, owner):
+                return True, cached
+        assert self._upstreams is not None
+        async with self._upstreams.use() as via:
+            url = via.server.rstrip("/") + request.rel_url.raw_path
+            headers = {"Accept": "application/json", **(await self.config.auth_headers())}
+            try:
+                async with via.session.get(url, headers=headers, allow_redirects=False) as answer:
+                    if answer.status == 404:
+                        return True, None
+                    if answer.status != 200:
+                        return False, None
+                    current = await answer.json(content_type=None)
+            except (aiohttp.ClientError, ValueError):
+                return False, None
+        return isinstance(current, dict), current if isinstance(current, dict) else None
+
     # ----- forwarding ---------------------------------------------------------
+    @staticmethod
+    def _upstream_url(request: web.Request, server: str) -> URL:
+        """The API server's URL with the path and query exactly as the run sent
+        them: decoded and encoded again, `%2F` or `%26` would mean another thing."""
+        return URL(server.rstrip("/") + request.rel_url.raw_path_qs, encoded=True)
+
     async def _forward(
         self, request: web.Request, body: bytes, target: ResourcePath | None, grant: Grant
     ) -> web.StreamResponse:
-        assert self._session is not None
+        assert self._upstreams is not None
+        async with self._upstreams.use() as via:
+            return await self._forward_via(via, request, body, target, grant)
+
+    async def _forward_via(
+        self,
+        via: Upstream,
+        request: web.Request,
+        body: bytes,
+        target: ResourcePath | None,
+        grant: Grant,
+    ) -> web.StreamResponse:
         self.stats["forwarded"] += 1
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
         if request.method == "PATCH" and headers.get("Content-Type", "").startswith(APPLY_PATCH):
             # We may have re-encoded the YAML body as JSON (JSON is YAML).
             headers["Content-Type"] = APPLY_PATCH
         headers.update(await self.config.auth_headers())
-        url = self.config.server.rstrip("/") + request.rel_url.path_qs
+        url = self._upstream_url(request, via.server)
         try:
-            upstream = await self._session.request(
+            upstream = await via.session.request(
                 request.method,
                 url,
                 headers=headers,
@@ -364,11 +476,13 @@ class ApiProxy:
             return
         if method != "DELETE" and self.on_write is not None:
             self.on_write(resource, owner)
-        if self.cache is None:
-            return
         with contextlib.suppress(ValueError):
             obj = json.loads(payload)
-            if isinstance(obj, dict) and obj.get("kind") == resource.kind:
+            if not isinstance(obj, dict) or obj.get("kind") != resource.kind:
+                return
+            if method in ("PUT", "PATCH") and target.subresource is None:
+                self._say_if_unowned(resource, obj, owner)
+            if self.cache is not None:
                 kind = self.cache.lookup(
                     resource, (obj.get("metadata") or {}).get("namespace") or None, owner
                 )
@@ -380,8 +494,34 @@ class ApiProxy:
                     gone = method == "DELETE" and not metadata.get("finalizers")
                     kind.remember(obj, deleted=gone)
 
+    def _say_if_unowned(self, resource: Resource, obj: dict[str, Any], owner: Owner) -> None:
+        """Once per object and owner: a run updated an object it did not create,
+        and it stays without our mark (so deleting the owner leaves it alone)."""
+        metadata = obj.get("metadata") or {}
+        uid = metadata.get("uid")
+        if not self.inject_owner_ref or not uid or uid == owner.uid:
+            return
+        if ownership.carries_ours(obj, owner) or (owner.uid, uid) in self._unowned_said:
+            return
+        if len(self._unowned_said) >= UNOWNED_REMEMBERED:
+            self._unowned_said.clear()
+        self._unowned_said.add((owner.uid, uid))
+        log.info(
+            "write left object unowned kind=%s namespace=%s name=%s owner=%s reason=%s",
+            resource.kind,
+            metadata.get("namespace") or "",
+            metadata.get("name"),
+            owner.describe(),
+            "the run did not create it; only objects a run creates get the owner's mark",
+        )
+
     # ----- upgrades (exec, attach, port-forward) -----------------------------
     async def _tunnel(self, request: web.Request) -> web.StreamResponse:
+        assert self._upstreams is not None
+        async with self._upstreams.use() as via:
+            return await self._tunnel_via(via, request)
+
+    async def _tunnel_via(self, via: Upstream, request: web.Request) -> web.StreamResponse:
         """Relay a WebSocket upgrade (how the Python client and recent kubectl
         exec, attach and port-forward) frame by frame, with our credentials."""
         if request.headers.get("Upgrade", "").lower() != "websocket":
@@ -396,15 +536,14 @@ class ApiProxy:
                 },
                 status=501,
             )
-        assert self._session is not None
         protocols = [
             p.strip()
             for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",")
             if p.strip()
         ]
-        url = self.config.server.rstrip("/") + request.rel_url.path_qs
+        url = self._upstream_url(request, via.server)
         try:
-            upstream = await self._session.ws_connect(
+            upstream = await via.session.ws_connect(
                 url,
                 protocols=protocols,
                 headers=await self.config.auth_headers(),

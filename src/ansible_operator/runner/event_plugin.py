@@ -8,6 +8,11 @@ ANSIBLE_OPERATOR_RUN_TOKEN (the run's secret, which routes events to it).
 This module runs inside the ansible-runner process: stdlib only, and a failure
 to deliver an event must never break the Ansible run (the operator notices
 missing events: a run without stats is a Failure).
+
+A task may print megabytes: no string of an event (its output, a result's
+field) reaches the operator, or the event's file in the artifacts, longer
+than MAX_EVENT_STRING; the event says how much output it had
+(OUTPUT_SIZE_FIELD), so the operator still counts it against the run's cap.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from typing import Any
 SOCKET_ENV = "ANSIBLE_OPERATOR_SOCKET"
 TOKEN_ENV = "ANSIBLE_OPERATOR_RUN_TOKEN"
 _TIMEOUT = 30.0
+MAX_EVENT_STRING = 256 * 1024  # characters
+OUTPUT_SIZE_FIELD = "ansible_operator_stdout_size"
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):
@@ -61,7 +68,22 @@ def _post(path: str, payload: dict[str, Any]) -> None:
             _connection = None
 
 
+def _cut(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > MAX_EVENT_STRING:
+        return f"{value[:MAX_EVENT_STRING]}... [{len(value) - MAX_EVENT_STRING} characters cut]"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            value[key] = _cut(item)
+    elif isinstance(value, list):
+        value[:] = [_cut(item) for item in value]
+    return value
+
+
 def event_handler(runner_config: Any, data: dict[str, Any]) -> None:
+    stdout = data.get("stdout")
+    if isinstance(stdout, str) and len(stdout) > MAX_EVENT_STRING:
+        data[OUTPUT_SIZE_FIELD] = len(stdout)
+    _cut(data)  # in place: ansible-runner writes the event's file after us
     _post("/events", data)
 
 

@@ -6,13 +6,18 @@ can be table-tested without running Ansible.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-REQUEUE_ACTIONS = frozenset(
-    {"requeue_after", "operator_sdk.util.requeue_after", "community.kubernetes.requeue_after"}
-)
+from ansible_operator.runner.event_plugin import OUTPUT_SIZE_FIELD
+from ansible_operator.runner.redaction import SENSITIVE_EVENT, Redactor
+
+# The task actions the Go operator reads a requeue period from.
+REQUEUE_ACTIONS = frozenset({"requeue_after", "operator_sdk.util.requeue_after"})
+# Events that carry a successful result: a task's, or one loop item's.
+REQUEUE_EVENTS = frozenset({"runner_on_ok", "runner_item_on_ok"})
 NO_LOG_MESSAGE = "the output has been hidden due to the fact that 'no_log: true' was specified"
 
 
@@ -63,12 +68,24 @@ class RunSummary:
 
     stats: Stats | None = None
     failed_tasks: list[FailedTask] = field(default_factory=list)
+    # From the first requeue_after result with a valid period, as the Go
+    # operator takes the first (it stops reading there).
     requeue_after: float | None = None
     events: int = 0
     last_task: str = ""
+    redactor: Redactor = field(default_factory=Redactor)  # what the run must not let out
+    output_size: int = 0  # characters of Ansible output so far
+    max_output: int | None = None  # more than this sets output_exceeded
+    output_exceeded: asyncio.Event = field(default_factory=asyncio.Event)
 
     def add(self, event: Mapping[str, Any]) -> None:
+        self.redactor.learn(event)  # first: this very event may carry a Secret
+        if event.get("event") == SENSITIVE_EVENT:
+            return
         self.events += 1
+        self.output_size += int(event.get(OUTPUT_SIZE_FIELD) or len(event.get("stdout") or ""))
+        if self.max_output and self.output_size > self.max_output:
+            self.output_exceeded.set()
         kind = event.get("event", "")
         data = event.get("event_data") or {}
         if kind == "playbook_on_task_start":
@@ -79,10 +96,8 @@ class RunSummary:
             if data.get("ignore_errors"):
                 return
             self.failed_tasks.append(failed_task(data))
-        elif kind == "runner_on_ok":
-            period = requeue_period(data)
-            if period is not None:
-                self.requeue_after = period
+        elif kind in REQUEUE_EVENTS and self.requeue_after is None:
+            self.requeue_after = requeue_period(data)
 
     @property
     def failure_message(self) -> str:
@@ -91,7 +106,7 @@ class RunSummary:
         if not self.failed_tasks:
             return ""
         count = max(1, self.stats.failures + self.stats.unreachable) if self.stats else 1
-        return "\n".join(task.message for task in self.failed_tasks[-count:])
+        return self.redactor.text("\n".join(task.message for task in self.failed_tasks[-count:]))
 
 
 def failed_task(data: Mapping[str, Any]) -> FailedTask:
@@ -119,7 +134,10 @@ def failed_task(data: Mapping[str, Any]) -> FailedTask:
 
 
 def requeue_period(data: Mapping[str, Any]) -> float | None:
-    """A requeue_after task's period in seconds, from its result."""
+    """A requeue_after task's period in seconds, from its result; None when
+    the result has none, or one that is no duration (only a module of that
+    name other than ours can return one): the run's other requeue_after
+    results, else the reconcile period, decide instead."""
     if data.get("task_action") not in REQUEUE_ACTIONS:
         return None
     result = data.get("res") or {}

@@ -35,6 +35,7 @@ import zipimport
 from pathlib import Path
 from typing import NoReturn
 
+from ansible_operator.runner import cgroups
 from ansible_operator.runner.bytecode import CompiledSources, collection_roots
 from ansible_operator.runner.forkserver import die_with_parent, listen, serve_forks
 
@@ -174,6 +175,11 @@ def _run_child(conn: socket.socket) -> None:
     try:
         request, fds = _receive(conn)
         os.setpgid(0, 0)  # this module run and what it starts: one group to kill
+        # A fork of ours, not of the run: into the run's cgroup (its memory
+        # cap, its end), since what the module starts stays where it is.
+        environment = request.get("env")
+        if isinstance(environment, dict):
+            cgroups.join(str(environment.get(cgroups.CGROUP_ENV, "")))
         for target, fd in enumerate(fds[:3]):
             os.dup2(fd, target)
             os.close(fd)

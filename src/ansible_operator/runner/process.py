@@ -1,10 +1,13 @@
 """Run ansible-runner for one reconcile and report what happened.
 
-The run is an `ansible-runner run` process in its own process group, so a
-timeout or shutdown kills the whole tree (ansible-runner, ansible-playbook and
-every module process). Its events arrive through the event receiver while it
-runs; a run that ends without `playbook_on_stats` is a failure with a reason
-taken from its output, never a silent success.
+The run is an `ansible-runner run` process in its own process group and, where
+the operator may make one, its own cgroup; its end, a timeout or shutdown
+kills every process it started (containment.py), those that left its session
+too. Its events arrive through the event receiver while it runs; a run that
+ends without `playbook_on_stats` is a failure with a reason taken from its
+output, never a silent success. A run that prints more than its output cap is
+stopped; one over its memory cap loses the process that went over. What it
+keeps on disk is redacted when it ends (redaction.py).
 """
 
 from __future__ import annotations
@@ -25,14 +28,18 @@ from pathlib import Path
 from typing import Literal
 
 from ansible_operator.durations import format_duration
-from ansible_operator.runner import proctree
+from ansible_operator.runner import cgroups
+from ansible_operator.runner.containment import Containment
+from ansible_operator.runner.event_plugin import TOKEN_ENV
 from ansible_operator.runner.events import RunSummary
 from ansible_operator.runner.forkserver import die_with_parent
+from ansible_operator.runner.redaction import redact_artifacts
 from ansible_operator.runner.rundir import RunDir
+from ansible_operator.sizes import format_size
 
 log = logging.getLogger("ansible_operator.runner")
 
-RunStatus = Literal["successful", "failed", "timeout", "error", "canceled"]
+RunStatus = Literal["successful", "failed", "timeout", "error", "canceled", "output_limit"]
 _counter = itertools.count(1)
 KILL_GRACE_SECONDS = 5.0
 
@@ -47,6 +54,8 @@ class RunSpec:
     keep_artifacts: int = 20
     skip_facts: bool = True
     env: dict[str, str] = field(default_factory=dict)
+    max_output: int | None = None  # bytes of Ansible output; more stops the run
+    memory_limit: int | None = None  # bytes for the whole run, where cgroups allow
     ident: str = field(default_factory=lambda: f"{next(_counter)}-{uuid.uuid4().hex[:8]}")
 
     def command(self) -> list[str]:
@@ -58,6 +67,8 @@ class RunSpec:
             str(self.run_dir.path),
             "--ident",
             self.ident,
+            "--artifact-dir",
+            str(self.run_dir.artifacts),
         ]
         if self.keep_artifacts > 0:
             command += ["--rotate-artifacts", str(self.keep_artifacts)]
@@ -89,6 +100,7 @@ class RunResult:
     reason: str = ""
     duration: float = 0.0
     ident: str = ""
+    out_of_memory: str = ""  # the memory cap a process of the run was killed for
 
     @property
     def succeeded(self) -> bool:
@@ -102,14 +114,24 @@ class RunResult:
 
     @property
     def message(self) -> str:
-        """Why the run failed, for the Failure condition and the Event."""
+        """Why the run failed, for the Failure condition and the Event; never
+        a value the run read from a Secret or gave to a no_log task."""
+        return self.summary.redactor.text(self._message())
+
+    def _message(self) -> str:
         if self.succeeded:
             return ""
-        if self.status == "timeout":  # whatever the killed tasks reported, this is why
+        memory = (
+            f"; the run reached its memory limit ({self.out_of_memory}, --run-memory-limit) "
+            "and its largest process was killed"
+            if self.out_of_memory
+            else ""
+        )
+        if self.status in ("timeout", "output_limit"):  # whatever the killed tasks reported
             return self.reason
         if self.summary.stats is not None and self.summary.failure_message:
-            return self.summary.failure_message
-        return self.reason or f"ansible-runner ended with status {self.status}"
+            return self.summary.failure_message + memory
+        return (self.reason or f"ansible-runner ended with status {self.status}") + memory
 
 
 def _error_lines(stdout: Path, limit: int = 8) -> str:
@@ -135,6 +157,12 @@ class StartedRun:
 
 
 async def _start_process(spec: RunSpec, env: dict[str, str]) -> StartedRun:
+    groups = env.get(cgroups.CGROUP_ENV, "")
+
+    def in_the_run() -> None:
+        die_with_parent()  # an operator killed with SIGKILL ends its runs
+        cgroups.join(groups)  # before anything is started
+
     process = await asyncio.create_subprocess_exec(
         *spec.command(),
         stdin=asyncio.subprocess.DEVNULL,
@@ -142,7 +170,7 @@ async def _start_process(spec: RunSpec, env: dict[str, str]) -> StartedRun:
         stderr=asyncio.subprocess.DEVNULL,
         env=env,
         start_new_session=True,
-        preexec_fn=die_with_parent,  # an operator killed with SIGKILL ends its runs
+        preexec_fn=in_the_run,
     )
     return StartedRun(process.pid, process.wait)
 
@@ -172,22 +200,18 @@ async def _start_warm(spec: RunSpec, env: dict[str, str], server: Path) -> Start
     return started
 
 
-async def _kill_run(run: StartedRun) -> None:
-    """SIGTERM to the whole tree (ansible-runner writes its status), then
+async def _kill_run(run: StartedRun, exited: asyncio.Future[int | None], box: Containment) -> None:
+    """SIGTERM to the whole run (ansible-runner writes its status), then
     SIGKILL to whatever is left of it."""
-    processes = proctree.tree(run.pid)
+    box.signal(run.pid, signal.SIGTERM)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(run.pid, signal.SIGTERM)
-    proctree.signal_all(processes, signal.SIGTERM)
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(run.wait(), KILL_GRACE_SECONDS)
-    processes += proctree.tree(run.pid)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(run.pid, signal.SIGKILL)
-    proctree.signal_all(processes, signal.SIGKILL)
+        await asyncio.wait_for(asyncio.shield(exited), KILL_GRACE_SECONDS)
+    await asyncio.to_thread(box.kill, run.pid)
     run.close()  # a warm run also goes when its connection does
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(run.wait(), KILL_GRACE_SECONDS)
+        await asyncio.wait_for(asyncio.shield(exited), KILL_GRACE_SECONDS)
 
 
 async def execute(
@@ -195,52 +219,68 @@ async def execute(
     summary: RunSummary,
     *,
     warm_runner: Path | None = None,
+    groups: cgroups.RunGroups | None = None,
 ) -> RunResult:
     """Run and wait. `summary` is fed by the event receiver meanwhile.
-    `warm_runner`: the socket of a warm runner to fork the run from."""
+    `warm_runner`: the socket of a warm runner to fork the run from;
+    `groups`: where the run's cgroup is made (None: no cgroup)."""
     started = time.monotonic()
+    box = Containment.create(spec.ident, groups, spec.memory_limit)
     env = dict(os.environ)
     env.update(spec.env)
+    env.update(box.env())
     # ansible-runner execs ansible-playbook by name: it must be the one installed
     # beside our interpreter, even when the operator's venv is not on PATH.
     env["PATH"] = os.pathsep.join(filter(None, [str(Path(sys.executable).parent), env.get("PATH")]))
-    if warm_runner is not None:
-        run = await _start_warm(spec, env, warm_runner)
-    else:
-        run = await _start_process(spec, env)
+    summary.redactor.add(env.get(TOKEN_ENV))
+    summary.max_output = spec.max_output
+    try:
+        if warm_runner is not None:
+            run = await _start_warm(spec, env, warm_runner)
+        else:
+            run = await _start_process(spec, env)
+    except BaseException:
+        await asyncio.to_thread(box.close)
+        raise
+    exited = asyncio.ensure_future(run.wait())
     status: RunStatus
     reason = ""
+    return_code: int | None = None
     try:
-        return_code = await asyncio.wait_for(run.wait(), spec.timeout)
-    except TimeoutError:
-        await _kill_run(run)
-        return_code = None
-        status = "timeout"
-        reason = (
-            f"run timed out after {format_duration(spec.timeout or 0)} "
-            f"(last task: {summary.last_task or 'none'}); its processes were killed"
-        )
-    except asyncio.CancelledError:
-        await _kill_run(run)
-        raise
-    else:
-        # The last events may still be in flight on the socket: the plugin posts
-        # them synchronously, so they have been received before the process exits.
-        stdout = spec.run_dir.artifacts / spec.ident / "stdout"
-        if return_code == 0 and summary.stats is not None:
-            status = "successful"
-        elif summary.stats is not None:
-            status = "failed"
+        over = asyncio.ensure_future(summary.output_exceeded.wait())
+        try:
+            await asyncio.wait({exited, over}, timeout=spec.timeout, return_when="FIRST_COMPLETED")
+        finally:
+            over.cancel()
+        if exited.done():
+            return_code = exited.result()
+            status, reason = _ended(spec, summary, run, return_code)
         else:
-            status = "error"
-            details = "\n".join(run.errors) or _error_lines(stdout)
-            ended = f"exit code {return_code}" if return_code is not None else "the runner vanished"
-            reason = f"the run ended ({ended}) without reporting results" + (
-                f": {details}" if details else f"; see {stdout}"
-            )
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(run.pid, signal.SIGKILL)
-        run.close()
+            await _kill_run(run, exited, box)
+            if summary.output_exceeded.is_set():
+                status = "output_limit"
+                reason = (
+                    f"the run printed more than {format_size(spec.max_output or 0)} "
+                    f"(--max-run-output; last task: {summary.last_task or 'none'}); "
+                    "it was stopped"
+                )
+            else:
+                status = "timeout"
+                reason = (
+                    f"run timed out after {format_duration(spec.timeout or 0)} "
+                    f"(last task: {summary.last_task or 'none'}); its processes were killed"
+                )
+    except asyncio.CancelledError:
+        await _kill_run(run, exited, box)
+        _finish(spec, summary, box)
+        raise
+    # What the run left behind (`setsid nohup ... &`) ends with it.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(run.pid, signal.SIGKILL)
+    await asyncio.to_thread(box.kill, None)
+    run.close()
+    out_of_memory = box.out_of_memory()
+    await asyncio.to_thread(_finish, spec, summary, box)
     return RunResult(
         status=status,
         summary=summary,
@@ -248,4 +288,27 @@ async def execute(
         reason=reason,
         duration=time.monotonic() - started,
         ident=spec.ident,
+        out_of_memory=format_size(spec.memory_limit or 0) if out_of_memory else "",
     )
+
+
+def _ended(
+    spec: RunSpec, summary: RunSummary, run: StartedRun, return_code: int | None
+) -> tuple[RunStatus, str]:
+    # The last events may still be in flight on the socket: the plugin posts
+    # them synchronously, so they have been received before the process exits.
+    if return_code == 0 and summary.stats is not None:
+        return "successful", ""
+    if summary.stats is not None:
+        return "failed", ""
+    stdout = spec.run_dir.artifacts / spec.ident / "stdout"
+    details = "\n".join(run.errors) or _error_lines(stdout)
+    ended = f"exit code {return_code}" if return_code is not None else "the runner vanished"
+    return "error", f"the run ended ({ended}) without reporting results" + (
+        f": {details}" if details else f"; see {stdout}"
+    )
+
+
+def _finish(spec: RunSpec, summary: RunSummary, box: Containment) -> None:
+    box.close()
+    redact_artifacts(spec.run_dir.artifacts / spec.ident, summary.redactor)

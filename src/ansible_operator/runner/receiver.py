@@ -19,6 +19,8 @@ from typing import Any
 
 from aiohttp import web
 
+from ansible_operator.http_limits import GuardedAppRunner
+
 log = logging.getLogger("ansible_operator.runner")
 
 EventSink = Callable[[dict[str, Any]], None]
@@ -41,7 +43,7 @@ class EventReceiver:
         self.socket_path = socket_path
         self._channels: dict[str, RunChannel] = {}
         self._on_metric = on_metric
-        self._runner: web.AppRunner | None = None
+        self._runner: GuardedAppRunner | None = None
 
     # ----- run registration --------------------------------------------------
     def open_channel(self, on_event: EventSink, label: str = "") -> RunChannel:
@@ -62,7 +64,7 @@ class EventReceiver:
         app.router.add_post("/events", self._events)
         app.router.add_post("/status", self._status)
         app.router.add_post("/metrics", self._metrics)
-        self._runner = web.AppRunner(app, access_log=None)
+        self._runner = GuardedAppRunner(app, "events")
         await self._runner.setup()
         site = web.UnixSite(self._runner, str(self.socket_path))
         await site.start()
@@ -120,8 +122,11 @@ class EventReceiver:
             return web.Response(status=400, text="body must be a JSON object\n")
         if self._on_metric is None:
             return web.Response(status=503, text="user metrics are not enabled\n")
+        # As the Go operator answers osdk_metric: 200 and no body, or 400 and
+        # the reason (plus a newline, as Go's http.Error writes it), which
+        # the module reports as its msg.
         try:
             self._on_metric(payload)
         except ValueError as error:
             return web.Response(status=400, text=f"{error}\n")
-        return web.Response(status=204)
+        return web.Response(status=200)

@@ -45,7 +45,7 @@ import warnings
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ansible_operator.runner import local_tmp, module_server, proctree, template_cache
+from ansible_operator.runner import cgroups, local_tmp, module_server, proctree, template_cache
 from ansible_operator.runner.ansible_settings import (
     remember_preload_settings,
     reread_ansible_settings,
@@ -266,6 +266,8 @@ def _runner(conn: socket.socket) -> None:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # pexpect waits for its child
         os.setsid()
         request = _read_request(conn)
+        # Into the run's cgroup before anything is started: all it starts stays there.
+        cgroups.join(str(request["env"].get(cgroups.CGROUP_ENV, "")))
         conn.sendall(f"pid {os.getpid()}\n".encode())
         signal.signal(signal.SIGTERM, lambda _signum, _frame: run.kill())
         null = os.open(os.devnull, os.O_RDWR)

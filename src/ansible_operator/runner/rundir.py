@@ -1,13 +1,20 @@
-"""The private data directory of one object's runs (ansible-runner's layout).
+"""Where one object's runs keep what they need and what they leave.
 
-    <root>/<group>/<version>/<Kind>/<namespace>/<name>/      (0700)
-        env/extravars  env/envvars  env/cmdline   (secrets: 0600, removed after the run)
-        kubeconfig                                  (secret: 0600, removed after the run)
+    <root>/<group>/<version>/<Kind>/<namespace>/<name>/artifacts/<ident>/...
+        (0700, kept and rotated to maxRunnerArtifacts, redacted after the run:
+        a person can open it and read what happened)
+    <root>/.private/<128 random bits>/          (one run's private data dir, 0700)
+        env/extravars  env/envvars  env/cmdline   (0600)
+        kubeconfig                                  (0600: the run's credential)
         inventory/hosts  (or a copy of ANSIBLE_INVENTORY)
         project/
-        artifacts/<ident>/...                       (kept, rotated to maxRunnerArtifacts)
 
-A person can open it after a run and read what happened.
+A run's inputs (its credential among them) live in a directory of its own
+whose name cannot be guessed from the object's, inside a directory its owner
+may not list (0300), and go with the run: another run cannot find them by
+the object's name. (A process of the operator's user may still read another
+live run's environment in /proc; runs that must not trust each other need
+operators of their own.)
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shlex
 import shutil
 from dataclasses import dataclass
@@ -23,6 +31,7 @@ from typing import Any
 
 from ansible_operator.cluster.pki import write_private
 
+PRIVATE = ".private"
 DEFAULT_HOSTS = (
     "localhost ansible_connection=local ansible_python_interpreter={{ansible_playbook_python}}\n"
 )
@@ -30,7 +39,8 @@ DEFAULT_HOSTS = (
 
 @dataclass(frozen=True)
 class RunDir:
-    path: Path
+    path: Path  # the run's private data directory
+    artifacts: Path  # the object's artifacts, kept across runs
 
     @property
     def extravars(self) -> Path:
@@ -52,10 +62,6 @@ class RunDir:
     def inventory(self) -> Path:
         return self.path / "inventory"
 
-    @property
-    def artifacts(self) -> Path:
-        return self.path / "artifacts"
-
     def secrets(self) -> list[Path]:
         return [self.extravars, self.envvars, self.kubeconfig]
 
@@ -63,6 +69,11 @@ class RunDir:
 def object_dir(root: Path, group: str, version: str, kind: str, namespace: str, name: str) -> Path:
     parts = [group or "core", version, kind, namespace or "_cluster", name]
     return root.joinpath(*(part.replace("/", "_") for part in parts))
+
+
+def private_root(root: Path) -> Path:
+    """Where the runs under `root` keep their private data directories."""
+    return root / PRIVATE
 
 
 def prepare(
@@ -74,15 +85,23 @@ def prepare(
     ansible_args: str = "",
     inventory: Path | None = None,
     interpreter: Path | None = None,
+    private: Path | None = None,
 ) -> RunDir:
-    """Write the inputs of one run. Secrets are written 0600 in a 0700 tree."""
-    run_dir = RunDir(path)
+    """Write the inputs of one run of the object whose directory is `path`,
+    in a new private directory under `private` (default: beside `path`).
+    Secrets are written 0600 in a 0700 tree."""
     path.mkdir(parents=True, exist_ok=True)
     for directory in (path, path.parent):
         with contextlib.suppress(OSError):
             directory.chmod(0o700)
-    (path / "env").mkdir(mode=0o700, exist_ok=True)
-    (path / "project").mkdir(mode=0o700, exist_ok=True)
+    (path / "artifacts").mkdir(mode=0o700, exist_ok=True)
+    private = private if private is not None else path.parent / PRIVATE
+    private.mkdir(parents=True, exist_ok=True)
+    private.chmod(0o300)  # its owner may enter a run's directory, not list them
+    run_dir = RunDir(private / secrets.token_hex(16), path / "artifacts")
+    run_dir.path.mkdir(mode=0o700)
+    (run_dir.path / "env").mkdir(mode=0o700)
+    (run_dir.path / "project").mkdir(mode=0o700)
     write_private(run_dir.extravars, json.dumps(extravars).encode())
     if kubeconfig is not None:
         from ansible_operator.kube.kubeconfig import write_kubeconfig
@@ -97,9 +116,7 @@ def prepare(
     if ansible_args:
         # Validate the quoting now, so a bad --ansible-args fails clearly here.
         shlex.split(ansible_args)
-        run_dir.cmdline.write_text(ansible_args)
-    elif run_dir.cmdline.exists():
-        run_dir.cmdline.unlink()
+        write_private(run_dir.cmdline, ansible_args.encode())
     _write_inventory(run_dir, inventory, interpreter)
     return run_dir
 
@@ -121,9 +138,11 @@ def _write_inventory(run_dir: RunDir, inventory: Path | None, interpreter: Path 
 
 
 def remove_secrets(run_dir: RunDir) -> None:
+    """The run's private directory goes with the run: its inputs, its credential."""
     for path in run_dir.secrets():
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
+    shutil.rmtree(run_dir.path, ignore_errors=True)
 
 
 def rotate_artifacts(run_dir: RunDir, keep: int) -> None:

@@ -1,13 +1,13 @@
 """Runner events -> operator log lines (`--ansible-log-events`).
 
 tasks: one line per task start and per failed task (with its path and
-message); everything: every event, with its result; nothing: none. Results of
-`no_log` tasks are already censored by Ansible before they reach us, and
-failed tasks are logged by message only, never by their arguments.
+message); everything: every event, with its result; nothing: none. Failed
+tasks are logged by message only, never by their arguments.
 
 With `ANSIBLE_DEBUG_LOGS=true` (as the reference) Ansible's own output is
-logged too, event by event; an event whose result holds a Secret is logged as
-its redacted result instead, since Ansible prints results verbatim.
+logged too, event by event. Everything logged goes through the run's
+Redactor (redaction.py): values read from Secrets or given to no_log tasks
+never reach the log, and of a no_log task only its hidden result is shown.
 """
 
 from __future__ import annotations
@@ -18,18 +18,32 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible_operator.runner.events import failed_task
+from ansible_operator.runner.redaction import SENSITIVE_EVENT, Redactor
 
 log = logging.getLogger("ansible_operator.runner")
 MAX_RESULT = 2000
 
 
 class TaskLogger:
-    def __init__(self, mode: str, object_fields: str, ansible_output: bool = False) -> None:
+    def __init__(
+        self,
+        mode: str,
+        object_fields: str,
+        ansible_output: bool = False,
+        redactor: Redactor | None = None,
+    ) -> None:
         self.mode = mode
         self.fields = object_fields
         self.ansible_output = ansible_output
+        # A redactor of its own learns here; a shared one is taught by RunSummary.
+        self._learns = redactor is None
+        self.redactor = redactor if redactor is not None else Redactor()
 
     def handle(self, event: Mapping[str, Any]) -> None:
+        if self._learns:
+            self.redactor.learn(event)
+        if event.get("event") == SENSITIVE_EVENT:
+            return
         if self.ansible_output:
             self._log_output(event)
         if self.mode == "nothing":
@@ -45,7 +59,7 @@ class TaskLogger:
                 self.fields,
                 failed.task,
                 failed.path,
-                failed.message,
+                self.redactor.text(failed.message),
             )
         elif kind == "playbook_on_task_start":
             log.info(
@@ -57,7 +71,7 @@ class TaskLogger:
         elif self.mode == "everything" and kind:
             result = data.get("res")
             text = (
-                json.dumps(redact_secrets(result), default=str)[:MAX_RESULT]
+                json.dumps(self.redactor.value(result), default=str)[:MAX_RESULT]
                 if result is not None
                 else ""
             )
@@ -66,29 +80,12 @@ class TaskLogger:
             )
 
     def _log_output(self, event: Mapping[str, Any]) -> None:
-        text = str(event.get("stdout") or "")
-        if not text:
-            return
-        result = (event.get("event_data") or {}).get("res")
-        if result is not None:
-            redacted = redact_secrets(result)
-            if redacted != result:
-                text = f"{event.get('event')}: {json.dumps(redacted, default=str)}"
-        log.info("ansible output %s\n%s", self.fields, text)
+        text = self.redactor.stdout(event)
+        if text:
+            log.info("ansible output %s\n%s", self.fields, text)
 
 
 def redact_secrets(value: Any) -> Any:
     """Secret objects in task results (k8s_info of a Secret, say) keep their keys
     but lose their values, so `everything` logging never prints Secret data."""
-    if isinstance(value, Mapping):
-        if value.get("kind") == "Secret":
-            return {
-                key: ({name: "<redacted>" for name in item} if isinstance(item, Mapping) else item)
-                if key in ("data", "stringData")
-                else redact_secrets(item)
-                for key, item in value.items()
-            }
-        return {key: redact_secrets(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [redact_secrets(item) for item in value]
-    return value
+    return Redactor().value(value)

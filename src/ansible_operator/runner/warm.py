@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ansible_operator.collections import COLLECTIONS_PATH
+from ansible_operator.runner.ansible_paths import ansible_search_paths, joined
 from ansible_operator.runner.module_server import write_shim
 
 log = logging.getLogger("ansible_operator.runner")
+CALLBACK_PLUGINS = Path(__file__).resolve().parent / "callback_plugins"
 START_TIMEOUT = 60.0
 
 
@@ -34,18 +36,21 @@ def ansible_environment(
     collections_path: str | None,
     pipelining: bool,
 ) -> dict[str, str]:
-    """The Ansible settings every run of this operator gets."""
+    """The Ansible settings every run of this operator gets: our collection
+    and `--ansible-collections-path` before where Ansible would look anyway;
+    `--ansible-roles-path` (else Ansible's own roles path) and then the working
+    directory's `roles/`, as Operator SDK's operator finds a project's roles."""
+    search = ansible_search_paths()
     collections = [str(COLLECTIONS_PATH)]
     if collections_path:
-        collections.append(collections_path)
-    existing = os.environ.get("ANSIBLE_COLLECTIONS_PATH") or os.environ.get(
-        "ANSIBLE_COLLECTIONS_PATHS"
-    )
-    if existing:
-        collections.append(existing)
-    env = {"ANSIBLE_COLLECTIONS_PATH": os.pathsep.join(collections)}
-    if roles_path:
-        env["ANSIBLE_ROLES_PATH"] = roles_path
+        collections += collections_path.split(os.pathsep)
+    collections += search.collections
+    roles = roles_path.split(os.pathsep) if roles_path else list(search.roles)
+    roles.append(str(Path.cwd() / "roles"))
+    env = {"ANSIBLE_COLLECTIONS_PATH": joined(collections), "ANSIBLE_ROLES_PATH": joined(roles)}
+    # Our no_log reporter (see redaction.py) beside any callbacks of the operator's.
+    callbacks = [str(CALLBACK_PLUGINS), os.environ.get("ANSIBLE_CALLBACK_PLUGINS", "")]
+    env["ANSIBLE_CALLBACK_PLUGINS"] = joined(callbacks)
     if pipelining and "ANSIBLE_PIPELINING" not in os.environ:
         # Modules go to the warm interpreter on stdin: no temporary file
         # copied, made executable and removed for every task.

@@ -1,8 +1,10 @@
 """Project scaffolding: `ansible-operator init` and `ansible-operator create api`.
 
 Writes an Operator SDK-style Ansible operator project (watches.yaml, roles/,
-playbooks/, config/ manifests, a Dockerfile and pytest tests that run against a
-real API server through our pytest plugin). Existing files are never overwritten.
+playbooks/, config/ manifests with kustomizations, a Dockerfile, a Makefile with
+Operator SDK's targets, and pytest tests that run against a real API server
+through our pytest plugin). Existing files are never overwritten; the files
+`create api` edits keep their comments (yaml_edit.py).
 """
 
 from __future__ import annotations

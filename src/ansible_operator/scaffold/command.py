@@ -15,10 +15,13 @@ import yaml
 from ansible_operator import __version__
 from ansible_operator.scaffold import plural_of, snake_name
 from ansible_operator.scaffold import templates as t
+from ansible_operator.scaffold.yaml_edit import YamlEditError, append_to_list
 
 LAYOUT = "ansible-operator/v1"
 PROJECT_FILE = "PROJECT"
 ROLE_FILE = Path("config/rbac/role.yaml")
+CRD_KUSTOMIZATION = "config/crd/kustomization.yaml"
+SAMPLES_KUSTOMIZATION = "config/samples/kustomization.yaml"
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -109,15 +112,22 @@ class _Writer:
         print(f"created {relative}")
         return True
 
-    def mkdir(self, relative: str) -> None:
+    def update(self, relative: str | Path, text: str) -> None:
         path = self.root / relative
-        if not path.is_dir():
-            path.mkdir(parents=True)
-            print(f"created {relative}/")
+        existed = path.exists()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        print(f"{'updated' if existed else 'created'} {relative}")
 
 
 def _render(template: str, **values: Any) -> str:
     return Template(template).substitute(values)
+
+
+class _MakeTemplate(Template):
+    """`@@{name}` placeholders: a Makefile is full of `$`."""
+
+    delimiter = "@@"
 
 
 # -- init -------------------------------------------------------------------------------
@@ -145,25 +155,23 @@ def init_project(directory: Path, *, domain: str, project_name: str | None = Non
         )
     values = {"project": name, "domain": domain, "tool_version": __version__}
     out = _Writer(directory)
-    out.write(
-        PROJECT_FILE,
-        t.PROJECT_HEADER
-        + yaml.safe_dump(
-            {"domain": domain, "layout": LAYOUT, "projectName": name, "resources": []},
-            sort_keys=False,
-        ),
-    )
+    out.write(PROJECT_FILE, _render(t.PROJECT, **values))
     out.write("watches.yaml", t.WATCHES)
-    out.mkdir("roles")
-    out.mkdir("playbooks")
-    out.mkdir("config/crd/bases")
-    out.mkdir("config/samples")
+    out.write("roles/.placeholder", t.PLACEHOLDER)
+    out.write("playbooks/.placeholder", t.PLACEHOLDER)
+    out.write(CRD_KUSTOMIZATION, t.CRD_KUSTOMIZATION)
+    out.write(SAMPLES_KUSTOMIZATION, t.SAMPLES_KUSTOMIZATION)
+    out.write("config/rbac/kustomization.yaml", t.RBAC_KUSTOMIZATION)
     out.write("config/rbac/service_account.yaml", _render(t.SERVICE_ACCOUNT, **values))
     out.write("config/rbac/leader_election.yaml", _render(t.LEADER_ELECTION, **values))
-    out.write(ROLE_FILE, _role_text(_initial_cluster_role(name)))
+    out.write(ROLE_FILE, _render(t.ROLE, **values))
     out.write("config/rbac/role_binding.yaml", _render(t.ROLE_BINDING, **values))
+    out.write("config/manager/kustomization.yaml", t.MANAGER_KUSTOMIZATION)
     out.write("config/manager/manager.yaml", _render(t.MANAGER, **values))
+    out.write("config/default/kustomization.yaml", t.DEFAULT_KUSTOMIZATION)
     out.write("Dockerfile", _render(t.DOCKERFILE, **values))
+    out.write(".dockerignore", t.DOCKERIGNORE)
+    out.write("Makefile", _MakeTemplate(t.MAKEFILE).substitute(values))
     out.write("requirements.yml", t.REQUIREMENTS)
     out.write("tests/conftest.py", t.TESTS_CONFTEST)
     out.write(".gitignore", t.GITIGNORE)
@@ -173,49 +181,33 @@ def init_project(directory: Path, *, domain: str, project_name: str | None = Non
     )
 
 
-def _initial_cluster_role(project: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": {"name": f"{project}-manager-role"},
-        "rules": [{"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]}],
-    }
-
-
-class _NoAliasDumper(yaml.SafeDumper):
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-def _role_text(*docs: dict[str, Any]) -> str:
-    return t.ROLE_HEADER + yaml.dump_all(docs, Dumper=_NoAliasDumper, sort_keys=False)
-
-
 # -- create api -------------------------------------------------------------------------
 
 
-def _load_project(directory: Path) -> dict[str, Any]:
+def _load_project(directory: Path) -> tuple[str, dict[str, Any]]:
     path = directory / PROJECT_FILE
     if not path.exists():
         raise ScaffoldError(
             f"no {PROJECT_FILE} file in {directory}: run `ansible-operator init` first"
         )
+    text = path.read_text(encoding="utf-8")
     try:
-        project = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        project = yaml.safe_load(text) or {}
     except yaml.YAMLError as error:
         raise ScaffoldError(f"{path} is not valid YAML: {error}") from None
     if not isinstance(project, dict) or not project.get("domain"):
         raise ScaffoldError(f"{path} has no domain; is it an ansible-operator project?")
-    if not isinstance(project.get("resources"), list):
-        project["resources"] = []
-    return project
+    return text, project
 
 
 def create_api(
     directory: Path, *, group: str, version: str, kind: str, playbook: bool = False
 ) -> None:
+    """Add `kind` to the project: new files are written, the files it edits
+    (watches.yaml, RBAC role, kustomizations, PROJECT) keep their comments.
+    Every edit is worked out before anything is written."""
     directory = Path(directory)
-    project = _load_project(directory)
+    project_text, project = _load_project(directory)
     domain = str(project["domain"])
     if not _DNS_LABEL.match(group):
         raise ScaffoldError(f"--group {group!r} must be a lower-case DNS label (e.g. cache)")
@@ -241,6 +233,33 @@ def create_api(
         "plural": plural,
         "var_name": re.sub(r"[.-]", "_", f"{full_group}_{name}"),
     }
+    crd_file = f"{full_group}_{plural}.yaml"
+    sample_file = f"{group}_{version}_{name}.yaml"
+    reconciler = f"playbooks/{name}.yml" if playbook else f"roles/{name}"
+    watch: dict[str, Any] = {"version": version, "group": full_group, "kind": kind}
+    watch.update({"playbook": reconciler} if playbook else {"role": name})
+    resource = {
+        "domain": domain,
+        "group": group,
+        "version": version,
+        "kind": kind,
+        "plural": plural,
+        "reconciler": reconciler,
+    }
+    about = f"{kind} ({full_group}/{version})"
+
+    edits = {
+        Path("watches.yaml"): _edit(directory, "watches.yaml", watch, key=None),
+        ROLE_FILE: _rbac_edit(directory, project_name, full_group, plural, about),
+        Path(CRD_KUSTOMIZATION): _kustomization_edit(
+            directory, CRD_KUSTOMIZATION, t.CRD_KUSTOMIZATION, f"bases/{crd_file}"
+        ),
+        Path(SAMPLES_KUSTOMIZATION): _kustomization_edit(
+            directory, SAMPLES_KUSTOMIZATION, t.SAMPLES_KUSTOMIZATION, sample_file
+        ),
+        Path(PROJECT_FILE): _append(PROJECT_FILE, project_text, resource, key="resources"),
+    }
+
     out = _Writer(directory)
     tasks = _render(t.TASKS, **values)
     if playbook:
@@ -248,33 +267,30 @@ def create_api(
             f"playbooks/{name}.yml",
             _render(t.PLAYBOOK_HEADER, **values) + textwrap.indent(tasks, "    "),
         )
-        entry = _render(t.WATCH_PLAYBOOK, **values)
     else:
         out.write(f"roles/{name}/tasks/main.yml", _render(t.ROLE_TASKS_HEADER, **values) + tasks)
         out.write(f"roles/{name}/defaults/main.yml", _render(t.ROLE_DEFAULTS, **values))
         out.write(f"roles/{name}/meta/main.yml", _render(t.ROLE_META, **values))
         out.write(f"roles/{name}/README.md", _render(t.ROLE_README, **values))
-        entry = _render(t.WATCH_ROLE, **values)
-    out.write(f"config/crd/bases/{full_group}_{plural}.yaml", _render(t.CRD, **values))
-    out.write(f"config/samples/{group}_{version}_{name}.yaml", _render(t.SAMPLE, **values))
+    out.write(f"config/crd/bases/{crd_file}", _render(t.CRD, **values))
+    out.write(f"config/samples/{sample_file}", _render(t.SAMPLE, **values))
     out.write(f"tests/test_{name}.py", _render(t.TEST, **values))
+    for relative, text in edits.items():
+        if text is not None:
+            out.update(relative, text)
 
-    _append_watch(directory, entry)
-    _add_rbac(directory, project_name, full_group, plural)
-    project["resources"].append(
-        {
-            "domain": domain,
-            "group": group,
-            "version": version,
-            "kind": kind,
-            "plural": plural,
-            "reconciler": f"playbooks/{name}.yml" if playbook else f"roles/{name}",
-        }
-    )
-    (directory / PROJECT_FILE).write_text(
-        t.PROJECT_HEADER + yaml.safe_dump(project, sort_keys=False), encoding="utf-8"
-    )
-    print(f"updated {PROJECT_FILE}")
+
+def _append(label: str | Path, text: str, item: Any, **where: Any) -> str:
+    try:
+        return append_to_list(text, item, **where)
+    except YamlEditError as error:
+        raise ScaffoldError(f"{label}: cannot add {item!r}: {error}; nothing written") from None
+
+
+def _edit(directory: Path, relative: str, item: Any, **where: Any) -> str:
+    path = directory / relative
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    return _append(relative, text, item, **where)
 
 
 def _watched(directory: Path) -> list[tuple[str, str, str]]:
@@ -304,72 +320,96 @@ def _check_not_watched(directory: Path, group: str, version: str, kind: str) -> 
             )
 
 
-def _append_watch(directory: Path, entry: str) -> None:
-    """Append `entry` as text, keeping the user's comments and formatting."""
-    path = directory / "watches.yaml"
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    if text.strip() and yaml.safe_load(text) == []:
-        # the empty flow list `init` writes: the first entry replaces it
-        text = re.sub(r"(?m)^\[\]\s*(#.*)?$\n?", "", text, count=1)
-    if text and not text.endswith("\n"):
-        text += "\n"
-    path.write_text(text + entry, encoding="utf-8")
-    print("updated watches.yaml")
-
-
-def _add_rules(role: dict[str, Any], wanted: list[dict[str, Any]]) -> bool:
-    rules = role.setdefault("rules", []) or []
-    role["rules"] = rules
-    changed = False
-    for rule in wanted:
-        existing = next(
-            (
-                r
-                for r in rules
-                if isinstance(r, dict)
-                and r.get("apiGroups") == rule["apiGroups"]
-                and r.get("resources") == rule["resources"]
-            ),
-            None,
-        )
-        if existing is None:
-            rules.append(rule)
-            changed = True
-        else:
-            verbs = list(existing.get("verbs") or [])
-            missing = [v for v in rule["verbs"] if v not in verbs]
-            if missing:
-                existing["verbs"] = verbs + missing
-                changed = True
-    return changed
-
-
-def _add_rbac(directory: Path, project: str, group: str, plural: str) -> None:
-    path = directory / ROLE_FILE
+def _kustomization_edit(directory: Path, relative: str, template: str, entry: str) -> str | None:
+    """`entry` appended to the kustomization's resources (a missing kustomization
+    is written, listing what the folder already holds)."""
+    path = directory / relative
     if path.exists():
-        try:
-            docs = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
-        except yaml.YAMLError as error:
-            raise ScaffoldError(f"{path} is not valid YAML: {error}") from None
+        text = path.read_text(encoding="utf-8")
     else:
-        docs = [_initial_cluster_role(project)]
-    role = next((d for d in docs if isinstance(d, dict) and d.get("kind") == "ClusterRole"), None)
+        text = template
+        folder = path.parent / Path(entry).parent
+        for existing in sorted(folder.glob("*.yaml")):
+            listed = str(existing.relative_to(path.parent))
+            if listed != entry and existing.name != "kustomization.yaml":
+                text = _append(relative, text, listed, key="resources")
+    try:
+        listed = (yaml.safe_load(text) or {}).get("resources") or []
+    except (yaml.YAMLError, AttributeError):
+        raise ScaffoldError(f"{path} is not a kustomization (a YAML mapping)") from None
+    if entry in listed:
+        return None
+    return _append(relative, text, entry, key="resources")
+
+
+# -- RBAC -------------------------------------------------------------------------------
+
+
+def _is_cluster_role(data: Any) -> bool:
+    return isinstance(data, dict) and data.get("kind") == "ClusterRole"
+
+
+def _granted(rules: list[Any], group: str, resource: str, verb: str) -> bool:
+    """Whether `rules` allow `verb` on `resource` of `group` (RBAC rules add up)."""
+    for rule in rules:
+        if not isinstance(rule, dict):
+            continue
+        groups, resources = rule.get("apiGroups") or [], rule.get("resources") or []
+        verbs = rule.get("verbs") or []
+        if (
+            (group in groups or "*" in groups)
+            and (resource in resources or "*" in resources)
+            and (verb in verbs or "*" in verbs)
+        ):
+            return True
+    return False
+
+
+def _missing_rules(rules: list[Any], wanted: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    missing = []
+    for rule in wanted:
+        verbs = [
+            verb
+            for verb in rule["verbs"]
+            if not all(
+                _granted(rules, group, resource, verb)
+                for group in rule["apiGroups"]
+                for resource in rule["resources"]
+            )
+        ]
+        if verbs:
+            missing.append({**rule, "verbs": verbs})
+    return missing
+
+
+def _rbac_edit(directory: Path, project: str, group: str, plural: str, about: str) -> str | None:
+    """The ClusterRole with the rules the new kind needs appended (as new rules:
+    existing ones are never rewritten, so their comments and layout stay)."""
+    path = directory / ROLE_FILE
+    text = path.read_text(encoding="utf-8") if path.exists() else _render(t.ROLE, project=project)
+    try:
+        role = next((d for d in yaml.safe_load_all(text) if _is_cluster_role(d)), None)
+    except yaml.YAMLError as error:
+        raise ScaffoldError(f"{path} is not valid YAML: {error}") from None
     if role is None:
         print(f"warning: no ClusterRole in {ROLE_FILE}; add rules for {plural}.{group} yourself")
-        return
-    changed = _add_rules(
-        role,
-        [
-            {
-                "apiGroups": [group],
-                "resources": [plural, f"{plural}/status", f"{plural}/finalizers"],
-                "verbs": list(CRUD),
-            },
-            {"apiGroups": [""], "resources": ["configmaps"], "verbs": list(CRUD)},
-        ],
-    )
-    if changed or not path.exists():
-        existed = path.exists()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(_role_text(*docs), encoding="utf-8")
-        print(f"{'updated' if existed else 'created'} {ROLE_FILE}")
+        return None
+    wanted = [
+        {
+            "apiGroups": [group],
+            "resources": [plural, f"{plural}/status", f"{plural}/finalizers"],
+            "verbs": list(CRUD),
+        },
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": list(CRUD)},
+    ]
+    rules = list(role.get("rules") or [])
+    missing = _missing_rules(rules, wanted)
+    if not missing and path.exists():
+        return None
+    comment: str | None = about
+    for rule in missing:
+        text = _append(
+            ROLE_FILE, text, rule, key="rules", document=_is_cluster_role, comment=comment
+        )
+        comment = None
+    return text

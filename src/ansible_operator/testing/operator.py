@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -29,6 +30,7 @@ class OperatorProcess:
         args: list[str] | None = None,
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
+        open_files: tuple[int, int] | None = None,
     ) -> None:
         self.watches_file = watches_file
         self.kubeconfig = kubeconfig
@@ -36,6 +38,7 @@ class OperatorProcess:
         self.args = args or []
         self.env = env or {}
         self.cwd = cwd or watches_file.parent
+        self.open_files = open_files  # (soft, hard) RLIMIT_NOFILE of the operator
         self.process: subprocess.Popen[bytes] | None = None
         self.health_port: int | None = None
 
@@ -64,10 +67,15 @@ class OperatorProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=self._limit_open_files if self.open_files else None,
             )
         if wait_ready:
             self.wait_for_log(r"operator started", timeout=timeout)
         return self
+
+    def _limit_open_files(self) -> None:
+        assert self.open_files is not None
+        resource.setrlimit(resource.RLIMIT_NOFILE, self.open_files)
 
     @property
     def logs(self) -> str:

@@ -5,9 +5,13 @@ Kept as Python strings so they are packaged with the code whatever their file ty
 
 from __future__ import annotations
 
-PROJECT_HEADER = """\
+PROJECT = """\
 # Written by `ansible-operator init` and `ansible-operator create api`; the
 # `resources` list is how `create api` knows which kinds exist. Edit with care.
+domain: ${domain}
+layout: ansible-operator/v1
+projectName: ${project}
+resources: []
 """
 
 WATCHES = """\
@@ -16,23 +20,9 @@ WATCHES = """\
 # (playbooks/<name>.yml), plus optional keys such as reconcilePeriod,
 # manageStatus, watchDependentResources, snakeCaseParameters, vars, selector,
 # finalizer (see the Operator SDK docs; an unknown key is an error here).
-# `ansible-operator create api` appends entries at the end of this file; your
-# own edits and comments above them are kept.
+# `ansible-operator create api` appends entries to this list; your own edits
+# and comments are kept.
 []
-"""
-
-WATCH_ROLE = """\
-- version: ${version}
-  group: ${group}
-  kind: ${kind}
-  role: ${name}
-"""
-
-WATCH_PLAYBOOK = """\
-- version: ${version}
-  group: ${group}
-  kind: ${kind}
-  playbook: playbooks/${name}.yml
 """
 
 REQUIREMENTS = """\
@@ -46,7 +36,7 @@ collections:
 
 DOCKERFILE = """\
 # The operator's image: the ansible-operator runtime plus this project's
-# watches.yaml, roles and playbooks. Build: docker build -t ${project}:latest .
+# watches.yaml, roles and playbooks. Build: make docker-build IMG=${project}:latest
 FROM ghcr.io/ansible-operator/ansible-operator:${tool_version}
 
 # Collections beyond the base image's (see requirements.yml):
@@ -58,9 +48,30 @@ COPY --chown=1001:0 roles/ ./roles/
 COPY --chown=1001:0 playbooks/ ./playbooks/
 """
 
+# roles/ and playbooks/ start empty, but the Dockerfile copies both and git
+# keeps no empty directory: a fresh clone must still build (Operator SDK
+# writes the same file).
+PLACEHOLDER = ""
+
+DOCKERIGNORE = """\
+# Kept out of the image build's context (the Dockerfile copies watches.yaml,
+# roles/ and playbooks/ only).
+.git/
+.venv/
+venv/
+**/__pycache__/
+**/*.pyc
+.pytest_cache/
+.ruff_cache/
+.mypy_cache/
+bin/
+"""
+
 GITIGNORE = """\
 __pycache__/
 .pytest_cache/
+.venv/
+bin/
 """
 
 TESTS_CONFTEST = '''\
@@ -114,10 +125,18 @@ subjects:
     namespace: ${project}-system
 """
 
-ROLE_HEADER = """\
+ROLE = """\
 # The operator's ClusterRole: what its roles and playbooks may do.
-# `ansible-operator create api` adds the rules for each new kind (and what the
-# generated role manages) and rewrites this file; add your own rules as needed.
+# `ansible-operator create api` appends the rules each new kind needs (and what
+# its generated role manages); your own rules and comments are kept.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: ${project}-manager-role
+rules:
+  - apiGroups: [""]
+    resources: ["events"]
+    verbs: ["create", "patch"]
 """
 
 ROLE_BINDING = """\
@@ -470,3 +489,142 @@ def test_sample_gets_its_configmap(
     assert obj["status"]["configMap"] == config_map.metadata.name
     assert obj["status"]["size"] == size
 '''
+
+KUSTOMIZATION_HEADER = """\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+"""
+
+CRD_KUSTOMIZATION = (
+    """\
+# The CRDs of this project: `make install` applies them, `make uninstall`
+# removes them. `ansible-operator create api` appends each new kind's CRD.
+"""
+    + KUSTOMIZATION_HEADER
+    + "resources: []\n"
+)
+
+SAMPLES_KUSTOMIZATION = (
+    """\
+# One sample object of each kind: kubectl apply -k config/samples -n NAMESPACE.
+# `ansible-operator create api` appends each new kind's sample.
+"""
+    + KUSTOMIZATION_HEADER
+    + "resources: []\n"
+)
+
+RBAC_KUSTOMIZATION = (
+    """\
+# The operator's identity and permissions.
+"""
+    + KUSTOMIZATION_HEADER
+    + """\
+resources:
+  - service_account.yaml
+  - role.yaml
+  - role_binding.yaml
+  - leader_election.yaml
+"""
+)
+
+MANAGER_KUSTOMIZATION = (
+    """\
+# The operator's namespace and Deployment (`make deploy` sets its image to IMG).
+"""
+    + KUSTOMIZATION_HEADER
+    + """\
+resources:
+  - manager.yaml
+"""
+)
+
+DEFAULT_KUSTOMIZATION = (
+    """\
+# Everything `make deploy` applies and `make undeploy` removes.
+"""
+    + KUSTOMIZATION_HEADER
+    + """\
+resources:
+  - ../crd
+  - ../rbac
+  - ../manager
+"""
+)
+
+# Rendered with `@@{name}` placeholders (make's own `$$` and `$$(...)` stay as
+# they are). Recipe lines start with a tab, written as \\t.
+MAKEFILE = """\
+# The targets an Operator SDK project has, done with ansible-operator's tools.
+# `make help` lists them. The cluster is the one in KUBECONFIG.
+
+# The operator's image (docker-build, docker-push, deploy).
+IMG ?= @@{project}:latest
+# The image config/manager/manager.yaml names; `make deploy` puts IMG there.
+MANIFEST_IMG := @@{project}:latest
+
+KUBECTL ?= kubectl
+ANSIBLE_OPERATOR ?= ansible-operator
+PYTHON ?= python3
+# buildah if there is one, else docker, else podman; CONTAINER_TOOL=... picks.
+CONTAINER_TOOL ?= $(shell command -v buildah >/dev/null 2>&1 && echo buildah \\
+    || { command -v docker >/dev/null 2>&1 && echo docker || echo podman; })
+# `make uninstall ignore-not-found=true` succeeds when nothing is installed.
+ignore-not-found ?= false
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets.
+\t@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-14s %s\\n", $$1, $$2}' \\
+\t\t$(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: run
+run: ## Run the operator from this directory against the cluster.
+\t$(ANSIBLE_OPERATOR) run --watches-file=./watches.yaml
+
+.PHONY: check
+check: ## Load watches.yaml, roles and playbooks without a cluster; report problems.
+\t$(ANSIBLE_OPERATOR) check .
+
+.PHONY: test
+test: ## Run the tests in tests/ against a real API server.
+\t$(PYTHON) -m pytest tests
+
+##@ Build
+
+.PHONY: docker-build
+docker-build: ## Build the operator's image IMG (buildah, docker or podman).
+\t$(CONTAINER_TOOL) build -t $(IMG) .
+
+.PHONY: image-build
+image-build: docker-build ## Same as docker-build.
+
+.PHONY: docker-push
+docker-push: ## Push the image IMG.
+\t$(CONTAINER_TOOL) push $(IMG)
+
+.PHONY: image-push
+image-push: docker-push ## Same as docker-push.
+
+##@ Deployment
+
+.PHONY: install
+install: ## Install the CRDs (config/crd).
+\t$(KUBECTL) apply -k config/crd
+
+.PHONY: uninstall
+uninstall: ## Remove the CRDs, and with them every object of their kinds.
+\t$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k config/crd
+
+.PHONY: deploy
+deploy: ## Deploy the operator (config/default) running the image IMG.
+\t$(KUBECTL) kustomize config/default \\
+\t\t| sed 's|image: $(MANIFEST_IMG)$$|image: $(IMG)|' \\
+\t\t| $(KUBECTL) apply -f -
+
+.PHONY: undeploy
+undeploy: ## Remove everything deploy applied, CRDs included.
+\t$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k config/default
+"""

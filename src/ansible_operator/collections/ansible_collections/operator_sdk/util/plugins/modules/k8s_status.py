@@ -1,5 +1,8 @@
 #!/usr/bin/python
-"""operator_sdk.util.k8s_status: update the status of a Kubernetes object."""
+"""operator_sdk.util.k8s_status: update the status of a Kubernetes object.
+
+Runs on the Python of the managed host: Python 3.9 syntax and library only.
+"""
 
 from __future__ import annotations
 
@@ -9,20 +12,30 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.operator_sdk.util.plugins.module_utils.k8s_auth import (
+    KubeconfigError,
     auth_argument_spec,
     dynamic_client,
 )
+from ansible_collections.operator_sdk.util.plugins.module_utils.k8s_lookup import (
+    error_details,
+    error_summary,
+    find_resource,
+)
+from ansible_collections.operator_sdk.util.plugins.module_utils.status_merge import (
+    CONDITION_STATUSES,
+    ConditionError,
+    apply_merge_patch,
+    replacement_status,
+    split_conditions,
+    status_patch,
+    validate_conditions,
+)
 
 try:
-    from kubernetes.dynamic.exceptions import (
-        ConflictError,
-        DynamicApiError,
-        NotFoundError,
-        ResourceNotFoundError,
-    )
+    from kubernetes.dynamic.exceptions import ConflictError, DynamicApiError, NotFoundError
 
     K8S_IMPORT_ERROR = None
-except ImportError:  # pragma: no cover - reported by fail_json
+except ImportError:  # reported by fail_json
     K8S_IMPORT_ERROR = traceback.format_exc()
 
 DOCUMENTATION = r"""
@@ -30,20 +43,26 @@ module: k8s_status
 short_description: Update the status of a Kubernetes object
 version_added: "0.1.0"
 description:
-  - Merges I(status) into the C(status) of a Kubernetes object and merges I(conditions)
-    into C(status.conditions) by C(type). A condition's C(lastTransitionTime) is kept
-    unless its C(status) changed (or it is new), when it becomes the current time.
-  - Writes a JSON merge patch to the object's C(/status) subresource (the main resource
-    when the kind has no status subresource), retrying on conflicts.
-  - Meant for the object an Ansible operator reconciles; compatible with Operator SDK.
+  - Sets I(status) keys and I(conditions) in the status of a Kubernetes object, through its
+    C(/status) subresource (the object itself when its kind has none).
+  - By default a JSON merge patch is sent, so status keys not given are kept, and I(conditions)
+    are merged into C(status.conditions) by C(type). A given condition that differs from the
+    current one of its type (in any field other than C(lastTransitionTime)) replaces it whole;
+    one that does not leaves it untouched.
+  - A condition written without a C(lastTransitionTime) gets one, the current condition's while
+    its C(status) stays the same, else the current time. Conflicts are retried with a fresh read.
+  - With I(replace), the status becomes exactly I(status) and I(conditions).
+  - Compatible with the operator_sdk.util collection of Operator SDK.
+extends_documentation_fragment:
+  - operator_sdk.util.osdk_auth_options
 options:
   api_version:
     description: The object's apiVersion, like C(cache.example.com/v1alpha1).
     type: str
-    required: true
-    aliases: [apiVersion]
+    default: v1
+    aliases: [api, version, apiVersion]
   kind:
-    description: The object's kind.
+    description: The object's kind, or its resource's plural, singular or short name.
     type: str
     required: true
   name:
@@ -54,48 +73,48 @@ options:
     description: The object's namespace (omit for cluster-scoped kinds).
     type: str
   status:
-    description: Fields to merge into the status (dicts merge, lists are replaced).
+    description:
+      - Keys to set in the status. Nested dicts merge, lists are replaced, C(null) removes a key.
     type: dict
   conditions:
     description:
-      - Conditions to merge into C(status.conditions) by C(type).
-      - Each has C(type), C(status) (C(True), C(False) or C(Unknown)), and optionally
-        C(reason), C(message), C(lastTransitionTime).
+      - Conditions to set in C(status.conditions), merged by C(type). Not together with
+        C(status.conditions).
     type: list
     elements: dict
+    suboptions:
+      type:
+        description: The condition's type.
+        type: str
+        required: true
+      status:
+        description: The condition's status.
+        type: str
+        required: true
+        choices: ["True", "False", "Unknown"]
+      reason:
+        description: One CamelCase word.
+        type: str
+      message:
+        description: A human-readable message.
+        type: str
+      lastHeartbeatTime:
+        description: An RFC 3339 time.
+        type: str
+      lastTransitionTime:
+        description: An RFC 3339 time; by default kept, or the current time when C(status) changes.
+        type: str
+  replace:
+    description:
+      - Replace the whole status (HTTP PUT) with I(status) and I(conditions) instead of patching.
+    type: bool
+    default: false
+    aliases: [force]
   replace_lists:
     description:
-      - Replace C(status.conditions) given inside I(status) as a whole, rather than merge
-        them by type.
+      - Accepted for compatibility. Lists given in I(status) always replace the current ones.
     type: bool
     default: false
-  force:
-    description:
-      - Replace the whole status with I(status) and I(conditions) instead of merging.
-    type: bool
-    default: false
-  kubeconfig:
-    description:
-      - Path to a kubeconfig file. Defaults to C(K8S_AUTH_KUBECONFIG), then the client's
-        usual lookup (C(KUBECONFIG), C(~/.kube/config), in-cluster).
-    type: path
-  context:
-    description: The kubeconfig context to use (C(K8S_AUTH_CONTEXT)).
-    type: str
-  host:
-    description: The API server URL (C(K8S_AUTH_HOST)).
-    type: str
-  api_key:
-    description: A bearer token for the API server (C(K8S_AUTH_API_KEY)).
-    type: str
-  validate_certs:
-    description: Whether to verify the API server's certificate (C(K8S_AUTH_VERIFY_SSL)).
-    type: bool
-    aliases: [verify_ssl]
-  ca_cert:
-    description: A CA bundle for the API server (C(K8S_AUTH_SSL_CA_CERT)).
-    type: path
-    aliases: [ssl_ca_cert]
 author:
   - ansible-operator
 """
@@ -118,203 +137,163 @@ EXAMPLES = r"""
 
 RETURN = r"""
 result:
-  description: The object after the update (unchanged when nothing differed).
+  description:
+    - The object after the update, or as read when nothing changed.
+    - After a I(replace) that changed the status, a list holding that object (as the original).
   returned: success
+  type: raw
+error:
+  description: The API server's answer to a failed request.
+  returned: failure
   type: dict
+  sample: {"status": 404, "reason": "Not Found", "body": "..."}
 """
 
-CONDITION_STATUSES = ("True", "False", "Unknown")
 MAX_ATTEMPTS = 5
 MERGE_PATCH = "application/merge-patch+json"
 
 
 def now():
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def normalise_conditions(conditions):
-    """Validated copies of the given conditions; raise ValueError on a bad one."""
-    result = []
-    for index, condition in enumerate(conditions or []):
-        if not isinstance(condition, dict):
-            raise ValueError(f"conditions[{index}] must be a dict, not {condition!r}")
-        condition = dict(condition)
-        kind = condition.get("type")
-        if not isinstance(kind, str) or not kind:
-            raise ValueError(f"conditions[{index}] needs a 'type'")
-        status = condition.get("status")
-        if isinstance(status, bool):
-            status = "True" if status else "False"
-        if status not in CONDITION_STATUSES:
-            raise ValueError(
-                f"condition {kind!r} has status {condition.get('status')!r}: "
-                "it must be one of True, False or Unknown"
-            )
-        condition["status"] = status
-        result.append(condition)
-    return result
-
-
-def merge_conditions(current, given, timestamp):
-    """``current`` conditions with ``given`` merged in by type."""
-    merged = [dict(c) for c in current or [] if isinstance(c, dict)]
-    by_type = {c.get("type"): c for c in merged}
-    for condition in given:
-        old = by_type.get(condition["type"])
-        if old is None:
-            new = dict(condition)
-            new.setdefault("lastTransitionTime", timestamp)
-            merged.append(new)
-            by_type[new["type"]] = new
-            continue
-        explicit = "lastTransitionTime" in condition
-        changed = old.get("status") != condition["status"]
-        old.update(condition)
-        if not explicit and (changed or not old.get("lastTransitionTime")):
-            old["lastTransitionTime"] = timestamp
-    return merged
-
-
-def merge_dicts(base, overlay):
-    """``base`` with ``overlay`` merged in: dicts merge, anything else is replaced."""
-    result = copy.deepcopy(base)
-    for key, value in overlay.items():
-        if isinstance(value, dict) and isinstance(result.get(key), dict):
-            result[key] = merge_dicts(result[key], value)
-        else:
-            result[key] = copy.deepcopy(value)
-    return result
-
-
-def desired_status(current, params, timestamp):
-    status = copy.deepcopy(params.get("status") or {})
-    conditions = normalise_conditions(params.get("conditions"))
-    current = current if isinstance(current, dict) else {}
-    old_conditions = current.get("conditions") or []
-    inline = status.pop("conditions", None)
-    if params["force"]:
-        new = status
-        given = normalise_conditions(inline) + conditions
-        if inline is not None or conditions:
-            # Only the given conditions survive; each keeps its transition time when
-            # its status did not change.
-            merged = merge_conditions(old_conditions, given, timestamp)
-            keep = {c["type"] for c in given}
-            new["conditions"] = [c for c in merged if c.get("type") in keep]
-        return new
-    new = merge_dicts(current, status)
-    if inline is not None:
-        if params["replace_lists"]:
-            new["conditions"] = copy.deepcopy(inline)
-        else:
-            new["conditions"] = merge_conditions(
-                old_conditions, normalise_conditions(inline), timestamp
-            )
-    if conditions:
-        new["conditions"] = merge_conditions(new.get("conditions") or [], conditions, timestamp)
-    return new
-
-
-def write(module, resource, obj, new_status):
-    """Write ``new_status``; return the updated object as a dict."""
-    metadata = obj.get("metadata") or {}
-    name, namespace = metadata.get("name"), metadata.get("namespace")
-    targets = []
-    status_resource = resource.subresources.get("status")
-    if status_resource is not None:
-        targets.append(status_resource)
-    targets.append(resource)
-    last_error = None
-    for target in targets:
-        try:
-            if module.params["force"]:
-                body = copy.deepcopy(obj)
-                body["status"] = new_status
-                updated = target.replace(body=body, name=name, namespace=namespace)
-            else:
-                body = {
-                    "metadata": {"resourceVersion": metadata.get("resourceVersion")},
-                    "status": new_status,
-                }
-                updated = target.patch(
-                    body=body, name=name, namespace=namespace, content_type=MERGE_PATCH
-                )
-            return updated.to_dict()
-        except NotFoundError as error:
-            last_error = error
-            continue
-    raise last_error
-
-
-def main():
-    argument_spec = {
-        "api_version": {"type": "str", "required": True, "aliases": ["apiVersion"]},
+def argument_spec():
+    spec = {
+        "api_version": {
+            "type": "str",
+            "default": "v1",
+            "aliases": ["api", "version", "apiVersion"],
+        },
         "kind": {"type": "str", "required": True},
         "name": {"type": "str", "required": True},
         "namespace": {"type": "str"},
         "status": {"type": "dict"},
-        "conditions": {"type": "list", "elements": "dict"},
+        "conditions": {
+            "type": "list",
+            "elements": "dict",
+            "options": {
+                "type": {"type": "str", "required": True},
+                "status": {"type": "str", "required": True, "choices": list(CONDITION_STATUSES)},
+                "reason": {"type": "str"},
+                "message": {"type": "str"},
+                "lastHeartbeatTime": {"type": "str"},
+                "lastTransitionTime": {"type": "str"},
+            },
+        },
+        "replace": {"type": "bool", "default": False, "aliases": ["force"]},
         "replace_lists": {"type": "bool", "default": False},
-        "force": {"type": "bool", "default": False},
     }
-    argument_spec.update(auth_argument_spec())
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    spec.update(auth_argument_spec())
+    return spec
+
+
+def connect(module):
+    """The resource the task names; fails the task as the original does."""
+    params = module.params
+    try:
+        client = dynamic_client(params)
+    except KubeconfigError as error:
+        module.fail_json(msg=f"Failed to load kubeconfig due to {error}", error=str(error))
+    except Exception as error:
+        module.fail_json(msg=f"Failed to get client due to {error}", error=str(error))
+    try:
+        resource = find_resource(client, params["kind"], params["api_version"])
+    except DynamicApiError as error:
+        module.fail_json(
+            msg=f"Failed to discover {params['api_version']}: {error_summary(error)}",
+            error=error_details(error),
+        )
+    if resource is None:
+        module.fail_json(
+            msg=f"Failed to find exact match for {params['api_version']}.{params['kind']} "
+            "by [kind, name, singularName, shortNames]"
+        )
+    return resource
+
+
+def send(target, obj, status, replace):
+    """PUT ``obj`` with ``status``, or merge-patch ``status``, at ``target``;
+    ``obj``'s resourceVersion makes a concurrent change a conflict."""
+    metadata = obj.get("metadata") or {}
+    name, namespace = metadata.get("name"), metadata.get("namespace")
+    if replace:
+        body = copy.deepcopy(obj)
+        body["status"] = status
+        return target.replace(body=body, name=name, namespace=namespace).to_dict()
+    body = {"metadata": {"resourceVersion": metadata.get("resourceVersion")}, "status": status}
+    return target.patch(
+        body=body, name=name, namespace=namespace, content_type=MERGE_PATCH
+    ).to_dict()
+
+
+def write(resource, obj, status, replace):
+    """Write ``status`` (the whole of it with ``replace``, else as a merge
+    patch); return the updated object as a dict."""
+    status_resource = resource.subresources.get("status")
+    if status_resource is not None:
+        try:
+            return send(status_resource, obj, status, replace)
+        except NotFoundError:
+            pass  # served without /status after all: the status is in the object
+    return send(resource, obj, status, replace)
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     if K8S_IMPORT_ERROR:
         module.fail_json(msg=missing_required_lib("kubernetes"), exception=K8S_IMPORT_ERROR)
     params = module.params
     try:
-        normalise_conditions(params.get("conditions"))
-        normalise_conditions((params.get("status") or {}).get("conditions"))
-    except ValueError as error:
-        module.fail_json(msg=f"k8s_status: {error}")
-
+        conditions = validate_conditions(params.get("conditions"))
+    except ConditionError as error:
+        module.fail_json(msg="The specified conditions failed to validate", error=str(error))
     try:
-        client = dynamic_client(params)
-        resource = client.resources.get(api_version=params["api_version"], kind=params["kind"])
-    except ResourceNotFoundError:
-        module.fail_json(
-            msg=f"k8s_status: the API server does not serve kind {params['kind']} "
-            f"in {params['api_version']}"
-        )
-    except Exception as error:
-        module.fail_json(msg=f"k8s_status: cannot reach the API server: {error}")
+        given = split_conditions(params.get("status"), conditions)
+    except ConditionError as error:
+        module.fail_json(msg=str(error))
+    replace = params["replace"]
+    resource = connect(module)
 
-    namespace = params.get("namespace")
-    where = f"{params['kind']} {namespace + '/' if namespace else ''}{params['name']}"
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
             obj = resource.get(name=params["name"], namespace=params.get("namespace")).to_dict()
-        except NotFoundError:
-            if module.check_mode:
+        except DynamicApiError as error:
+            if module.check_mode and error.status == 404:
                 # Checking an object not created yet (`reconcile --check -f`):
                 # its status would be written once it exists.
                 module.exit_json(changed=True, result={})
-            module.fail_json(msg=f"k8s_status: {where} not found")
-        except DynamicApiError as error:
-            module.fail_json(msg=f"k8s_status: reading {where} failed: {error.summary()}")
+            module.fail_json(msg="Failed to retrieve requested object", error=error_details(error))
         current = obj.get("status") or {}
-        try:
-            new_status = desired_status(current, params, now())
-        except ValueError as error:
-            module.fail_json(msg=f"k8s_status: {error}")
+        obj["status"] = current
+        if replace:
+            written = replacement_status(current, given, now())
+            new_status = written
+        elif given:
+            written = status_patch(current, given, now())
+            new_status = apply_merge_patch(current, written)
+        else:
+            written = new_status = current
         if new_status == current:
             module.exit_json(changed=False, result=obj)
         if module.check_mode:
             obj["status"] = new_status
-            module.exit_json(changed=True, result=obj)
+            module.exit_json(changed=True, result=[obj] if replace else obj)
         try:
-            updated = write(module, resource, obj, new_status)
-        except ConflictError:
-            if attempt == MAX_ATTEMPTS:
-                module.fail_json(
-                    msg=f"k8s_status: {where} kept changing; gave up after {MAX_ATTEMPTS} conflicts"
-                )
-            continue
+            updated = write(resource, obj, written, replace)
+        except ConflictError as error:
+            if attempt < MAX_ATTEMPTS:
+                continue
+            module.fail_json(
+                msg=f"Failed to replace status: {error_summary(error)}",
+                error=error_details(error),
+            )
         except DynamicApiError as error:
             module.fail_json(
-                msg=f"k8s_status: updating the status of {where} failed: {error.summary()}"
+                msg=f"Failed to replace status: {error_summary(error)}",
+                error=error_details(error),
             )
-        module.exit_json(changed=True, result=updated)
+        # The original returns a one-element list after a replace; roles read result[0].
+        module.exit_json(changed=True, result=[updated] if replace else updated)
 
 
 if __name__ == "__main__":

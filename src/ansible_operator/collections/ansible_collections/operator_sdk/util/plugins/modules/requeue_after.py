@@ -1,5 +1,8 @@
 #!/usr/bin/python
-"""operator_sdk.util.requeue_after: ask the operator to reconcile again after a while."""
+"""operator_sdk.util.requeue_after: ask the operator to reconcile again after a while.
+
+Runs on the Python of the managed host: Python 3.9 syntax and library only.
+"""
 
 from __future__ import annotations
 
@@ -90,7 +93,7 @@ def main():
     except ValueError:
         module.fail_json(
             msg=(
-                f"requeue_after: invalid time {time!r}: use a duration like 30s, 1m30s or 2h "
+                f"invalid time input: {time!r} is not a duration; use one like 30s, 1m30s or 2h "
                 "(units ns, us, ms, s, m, h; a bare number means seconds)"
             ),
             time=time,

@@ -1,0 +1,141 @@
+"""`ansible-operator check`: what will fail in a project, found without a cluster.
+
+Loads the project's watches.yaml (as `run` does), then its roles and playbooks
+with the installed ansible-core (YAML and syntax errors, modules and actions
+that the collections path cannot resolve), and checks their templates for the
+ansible-core 2.18 -> 2.19 changes that break existing roles (lint/templating.py).
+Prints `file:line: error|warning: message`; exits 1 when something will fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import yaml
+
+from ansible_operator.lint import yaml_nodes as y
+from ansible_operator.lint.ansible_load import load_in_child, task_keywords
+from ansible_operator.lint.findings import Finding, error, from_problem
+from ansible_operator.lint.jinja_types import Scope
+from ansible_operator.lint.project import Targets, role_files, targets_of
+from ansible_operator.lint.templating import TaskChecker, registered_names, variables_of
+from ansible_operator.watches import WatchesError, load_watches
+
+__all__ = ["add_check_arguments", "check", "check_project"]
+
+
+def add_check_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "directory",
+        nargs="?",
+        type=Path,
+        default=Path(),
+        help="the operator project (default: the current directory, where `run` would "
+        "start: its ansible.cfg then applies to the roles and collections paths too)",
+    )
+    parser.add_argument(
+        "--watches-file", type=Path, help="default: watches.yaml in the project directory"
+    )
+    parser.add_argument("--ansible-roles-path", help="ANSIBLE_ROLES_PATH, as for `run`")
+    parser.add_argument("--ansible-collections-path", help="ANSIBLE_COLLECTIONS_PATH, as for `run`")
+
+
+def check(args: argparse.Namespace) -> int:
+    directory = args.directory.resolve()
+    findings, targets = check_project(
+        directory,
+        watches_file=args.watches_file,
+        roles_path=args.ansible_roles_path,
+        collections_path=args.ansible_collections_path,
+    )
+    for finding in findings:
+        print(finding.format(relative_to=Path.cwd()))
+    errors = sum(f.is_error for f in findings)
+    warnings = len(findings) - errors
+    checked = f"{_count(len(targets.roles), 'role')}, {_count(len(targets.playbooks), 'playbook')}"
+    if findings:
+        summary = f"{_count(errors, 'error')}, {_count(warnings, 'warning')} in {checked}"
+    else:
+        summary = f"no problems found in {checked}"
+    print(f"ansible-operator check: {summary}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def check_project(
+    directory: Path,
+    *,
+    watches_file: Path | None = None,
+    roles_path: str | None = None,
+    collections_path: str | None = None,
+) -> tuple[list[Finding], Targets]:
+    """Every finding in the project, sorted by file and line; and what was checked."""
+    from ansible_operator.runner.warm import ansible_environment
+
+    directory = Path(directory).resolve()
+    watches_file = Path(watches_file or directory / "watches.yaml")
+    env = {
+        **os.environ,
+        **ansible_environment(
+            roles_path=roles_path, collections_path=collections_path, pipelining=False
+        ),
+    }
+    if (directory / "ansible.cfg").is_file() and "ANSIBLE_CONFIG" not in env:
+        env["ANSIBLE_CONFIG"] = str(directory / "ansible.cfg")
+    try:
+        watches = load_watches(watches_file, env=env, cwd=directory)
+    except FileNotFoundError:
+        return [error(watches_file, 1, "no such file (pass --watches-file)")], Targets()
+    except WatchesError as failure:
+        return [from_problem(p, str(watches_file)) for p in failure.problems], Targets()
+
+    targets = targets_of(watches, directory, env)
+    findings = set(load_in_child(targets.roles, targets.playbooks, env, cwd=directory))
+    keywords = task_keywords()
+    for role in targets.roles:
+        findings.update(_check_role(role, keywords))
+    for playbook in targets.playbooks:
+        root = _compose(playbook)
+        scope = Scope(registered=frozenset(registered_names(root)))
+        checker = TaskChecker(playbook, keywords, scope)
+        checker.playbook(root)
+        findings.update(checker.findings)
+    return sorted(findings, key=lambda f: (f.path, f.line, f.severity.value, f.message)), targets
+
+
+def _compose(path: Path) -> yaml.Node | None:
+    """The file's nodes; None when it is not YAML (loading it with Ansible reports that)."""
+    try:
+        return y.compose_file(path)
+    except (OSError, yaml.YAMLError):
+        return None
+
+
+def _check_role(role: Path, keywords: frozenset[str]) -> list[Finding]:
+    variables = {}
+    for folder in ("defaults", "vars"):
+        for path in role_files(role, folder):
+            variables.update(variables_of(_compose(path)))
+    task_files = role_files(role, "tasks") + role_files(role, "handlers")
+    roots = {path: _compose(path) for path in task_files}
+    registered = frozenset(name for root in roots.values() for name in registered_names(root))
+    scope = Scope(variables=variables, registered=registered)
+
+    findings: list[Finding] = []
+    for folder in ("defaults", "vars"):
+        for path in role_files(role, folder):
+            checker = TaskChecker(path, keywords, replace(scope))
+            checker.variables(_compose(path))
+            findings += checker.findings
+    for path, root in roots.items():
+        checker = TaskChecker(path, keywords, replace(scope))
+        checker.task_file(root)
+        findings += checker.findings
+    return findings

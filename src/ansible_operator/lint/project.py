@@ -1,0 +1,120 @@
+"""What `ansible-operator check` reads: the roles and playbooks of the watches, and
+the roles those use (meta dependencies, `import_role`, `include_role`, `roles:`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from ansible_operator.lint import yaml_nodes as y
+from ansible_operator.watches import Watch
+
+__all__ = ["Targets", "role_files", "targets_of", "yaml_files"]
+
+_ROLE_ACTIONS = {
+    f"{prefix}{name}"
+    for prefix in ("", "ansible.builtin.", "ansible.legacy.")
+    for name in ("import_role", "include_role")
+}
+_NESTED = ("block", "rescue", "always", "pre_tasks", "tasks", "post_tasks", "handlers")
+
+
+@dataclass
+class Targets:
+    roles: list[Path] = field(default_factory=list)
+    playbooks: list[Path] = field(default_factory=list)
+
+
+def yaml_files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.rglob("*") if p.suffix in {".yml", ".yaml"} and p.is_file())
+
+
+def role_files(role: Path, folder: str) -> list[Path]:
+    """A role's files of one kind: `tasks`, `handlers`, or `defaults`/`vars`
+    (`main.yml`, or every file of a `main/` folder)."""
+    if folder in ("tasks", "handlers"):
+        return yaml_files(role / folder)
+    files = [role / folder / f"main{suffix}" for suffix in (".yml", ".yaml", "")]
+    found = [f for f in files if f.is_file()]
+    return found or yaml_files(role / folder / "main")
+
+
+def targets_of(watches: Iterable[Watch], directory: Path, env: Mapping[str, str]) -> Targets:
+    targets = Targets()
+    roles: list[Path] = []
+    for watch in watches:
+        for role in (watch.role, watch.finalizer.role if watch.finalizer else None):
+            if role is not None:
+                roles.append(role)
+        for playbook in (watch.playbook, watch.finalizer.playbook if watch.finalizer else None):
+            if playbook is not None and playbook not in targets.playbooks:
+                targets.playbooks.append(playbook)
+                roles += _used_roles([playbook], [playbook.parent / "roles"], directory, env)
+    queue = list(dict.fromkeys(roles))
+    while queue:
+        role = queue.pop(0)
+        if role in targets.roles:
+            continue
+        targets.roles.append(role)
+        files = role_files(role, "tasks") + role_files(role, "handlers") + role_files(role, "meta")
+        queue += [r for r in _used_roles(files, [role.parent], directory, env) if r not in queue]
+    return targets
+
+
+def _used_roles(
+    files: list[Path], near: list[Path], directory: Path, env: Mapping[str, str]
+) -> list[Path]:
+    places = [*near, directory / "roles"]
+    places += [
+        Path(p).expanduser() for p in env.get("ANSIBLE_ROLES_PATH", "").split(os.pathsep) if p
+    ]
+    found = []
+    for path in files:
+        try:
+            root = y.compose_file(path)
+        except (OSError, yaml.YAMLError):
+            continue  # reported when the file is loaded
+        for name in _role_names(root):
+            role = _resolve(name, places)
+            if role is not None:
+                found.append(role)
+    return found
+
+
+def _resolve(name: str, places: list[Path]) -> Path | None:
+    if "{{" in name:
+        return None
+    if Path(name).is_absolute():
+        return Path(name) if Path(name).is_dir() else None
+    for place in places:
+        candidate = place / name
+        if candidate.is_dir():
+            return candidate.resolve()
+    return None  # a collection's role, or missing: loading it with Ansible says which
+
+
+def _role_names(node: yaml.Node | None) -> Iterator[str]:
+    """Role names in a tasks file, a playbook or a role's meta (dependencies)."""
+    if isinstance(node, yaml.SequenceNode):
+        for child in node.value:
+            yield from _role_names(child)
+        return
+    for key, _, value in y.items(node):
+        if key in _ROLE_ACTIONS:
+            name = y.get(value, "name") if isinstance(value, yaml.MappingNode) else value
+            if isinstance(name, yaml.ScalarNode):
+                yield str(name.value)
+        elif key in ("roles", "dependencies") and isinstance(value, yaml.SequenceNode):
+            for entry in value.value:
+                name = entry if isinstance(entry, yaml.ScalarNode) else None
+                name = name or y.get(entry, "role") or y.get(entry, "name")
+                if isinstance(name, yaml.ScalarNode):
+                    yield str(name.value)
+        elif key in _NESTED:
+            yield from _role_names(value)

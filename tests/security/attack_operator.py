@@ -1,0 +1,112 @@
+"""The operator of the runtime-attack tests (runtime_attacks/): its objects,
+its processes, and what a test reads of them."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+
+from ansible_operator.cluster import Cluster
+from ansible_operator.runner import proctree
+from ansible_operator.testing.operator import OperatorProcess
+from ansible_operator.testing.waiting import eventually, get_custom, wait_for_condition
+
+OPERATOR = Path(__file__).resolve().parent / "runtime_attacks"
+GROUP, VERSION = "attacks.ansible-operator.io", "v1alpha1"
+PLURALS = {
+    "Leak": "leaks",
+    "Escape": "escapes",
+    "TimedEscape": "timedescapes",
+    "Thief": "thieves",
+    "Chatter": "chatters",
+    "Hog": "hogs",
+    "HeldEscape": "heldescapes",
+}
+RUNNER_MODES = ("warm", "reference")
+
+
+def start(
+    cluster: Cluster,
+    log_path: Path,
+    *,
+    mode: str,
+    args: list[str] | None = None,
+    env: dict[str, str] | None = None,
+    watches: Path | None = None,
+) -> OperatorProcess:
+    return OperatorProcess(
+        watches or OPERATOR / "watches.yaml",
+        cluster.kubeconfig,
+        log_path=log_path,
+        args=[f"--runner-mode={mode}", *(args or [])],
+        env=env,
+    ).start()
+
+
+def create(api: client.ApiClient, namespace: str, kind: str, name: str, **spec: Any) -> None:
+    body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, "metadata": {"name": name}}
+    client.CustomObjectsApi(api).create_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURALS[kind], {**body, "spec": spec}
+    )
+
+
+def delete(api: client.ApiClient, namespace: str, kind: str, name: str) -> None:
+    client.CustomObjectsApi(api).delete_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURALS[kind], name
+    )
+
+
+def condition(
+    api: client.ApiClient, namespace: str, kind: str, name: str, type_: str, timeout: float = 120
+) -> dict[str, Any]:
+    """The object's condition `type_` once it is True."""
+    obj = wait_for_condition(
+        api, GROUP, VERSION, PLURALS[kind], namespace, name, type_, timeout=timeout
+    )
+    return next(c for c in obj["status"]["conditions"] if c["type"] == type_)
+
+
+def get(api: client.ApiClient, namespace: str, kind: str, name: str) -> dict[str, Any] | None:
+    return get_custom(api, GROUP, VERSION, PLURALS[kind], namespace, name)
+
+
+# ----- processes ----------------------------------------------------------------
+def unique_sleep() -> str:
+    """A `sleep` duration no other process on the machine has: it names the
+    process a role leaves behind."""
+    return f"1000.{random.randrange(10**8, 10**9)}"
+
+
+def sleeping(duration: str) -> list[int]:
+    """Live processes running `sleep <duration>`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        fields = proctree.stat_fields(int(entry.name))
+        if command[:2] == [b"sleep", duration.encode()] and fields and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def wait_gone(duration: str, timeout: float = 20.0) -> None:
+    eventually(
+        lambda: not sleeping(duration),
+        timeout=timeout,
+        what=f"the process `sleep {duration}` a run left behind gone",
+    )
+
+
+def files_under(root: Path) -> Iterator[Path]:
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            yield Path(folder, name)

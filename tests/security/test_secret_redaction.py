@@ -1,0 +1,168 @@
+"""Values a run read from Secrets or gave to no_log tasks never leave it: not
+in the Failure condition, not in Events, not in the operator's log (with
+`--ansible-log-events=everything` and `ANSIBLE_DEBUG_LOGS=true`), not in
+the artifacts kept on disk, whose files are private. In both runner modes."""
+
+from __future__ import annotations
+
+import base64
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from attack_operator import (
+    GROUP,
+    OPERATOR,
+    RUNNER_MODES,
+    VERSION,
+    condition,
+    create,
+    files_under,
+    start,
+)
+from kubernetes import client
+
+from ansible_operator.cluster import Cluster
+from ansible_operator.testing.manifests import apply_manifests
+from ansible_operator.testing.operator import OperatorProcess
+from ansible_operator.testing.reading import events_for
+from ansible_operator.testing.waiting import eventually
+
+pytestmark = pytest.mark.cluster
+REDACTED = "<redacted>"
+
+
+@pytest.fixture(scope="module")
+def attack_crds(kube_api: client.ApiClient) -> None:
+    apply_manifests(kube_api, OPERATOR / "crds.yaml")
+
+
+@pytest.fixture(scope="module", params=RUNNER_MODES)
+def operator(
+    request: pytest.FixtureRequest,
+    kube_cluster: Cluster,
+    attack_crds: None,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[OperatorProcess, Path]]:
+    """Everything Ansible emits is logged: every event with its result, and
+    Ansible's own output."""
+    scratch = tmp_path_factory.mktemp(f"redaction-{request.param}")
+    runs = scratch / "runs"
+    process = start(
+        kube_cluster,
+        scratch / "operator.log",
+        mode=request.param,
+        args=["--ansible-log-events=everything", "--ansible-verbosity=4", f"--runner-dir={runs}"],
+        env={"ANSIBLE_DEBUG_LOGS": "true"},
+    )
+    yield process, runs
+    process.stop()
+
+
+def forms(value: str) -> list[str]:
+    return [value, base64.b64encode(value.encode()).decode()]
+
+
+def object_dir(runs: Path, namespace: str, name: str) -> Path:
+    return runs / GROUP / VERSION / "Leak" / namespace / name
+
+
+def assert_artifacts_clean(directory: Path, secrets: list[str]) -> None:
+    files = list(files_under(directory))
+    assert files, f"no artifacts kept in {directory}"
+    for path in files:
+        text = path.read_text(errors="replace")
+        for secret in secrets:
+            assert secret not in text, f"{path} keeps {secret!r}"
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, f"{path} is not private"
+
+
+def warning_messages(api: client.ApiClient, namespace: str, name: str) -> str:
+    found = eventually(
+        lambda: [e for e in events_for(api, namespace, name) if e.type == "Warning"],
+        what=f"a Warning Event about {name}",
+    )
+    return "\n".join(e.message or "" for e in found)
+
+
+def test_a_secret_value_echoed_by_a_module_error_stays_out_of_condition_event_log_and_artifacts(
+    operator: tuple[OperatorProcess, Path], kube_api: client.ApiClient, kube_namespace: str
+) -> None:
+    process, runs = operator
+    token = "tok-7Hq2-read-from-a-secret"
+    client.CoreV1Api(kube_api).create_namespaced_secret(
+        kube_namespace,
+        client.V1Secret(metadata=client.V1ObjectMeta(name="creds"), string_data={"token": token}),
+    )
+    # The role reads the Secret, then puts its token in a definition whose
+    # parse error quotes the line: the module's message echoes the token.
+    create(kube_api, kube_namespace, "Leak", "echo", scenario="echo", secret_name="creds")
+    failure = condition(kube_api, kube_namespace, "Leak", "echo", "Failure")
+    assert "Failed to load resource definition" in failure["message"]
+    assert REDACTED in failure["message"]
+    events = warning_messages(kube_api, kube_namespace, "echo")
+    process.wait_for_log(rf"reconcile failed kind=Leak namespace={kube_namespace} name=echo")
+    for leaked in forms(token):
+        assert leaked not in failure["message"]
+        assert leaked not in events
+        assert leaked not in process.logs
+    assert_artifacts_clean(object_dir(runs, kube_namespace, "echo"), forms(token))
+
+
+def test_a_secret_definition_echoed_by_a_module_error_stays_out_of_condition_event_and_log(
+    operator: tuple[OperatorProcess, Path], kube_api: client.ApiClient, kube_namespace: str
+) -> None:
+    process, runs = operator
+    password = "pw-Mv40-in-a-broken-definition"
+    # A YAML-string definition of a Secret that does not parse: the module's
+    # message quotes the line holding the password.
+    create(kube_api, kube_namespace, "Leak", "typo", scenario="echo_definition", password=password)
+    failure = condition(kube_api, kube_namespace, "Leak", "typo", "Failure")
+    assert "Failed to load resource definition" in failure["message"]
+    events = warning_messages(kube_api, kube_namespace, "typo")
+    process.wait_for_log(rf"reconcile failed kind=Leak namespace={kube_namespace} name=typo")
+    for leaked in forms(password):
+        assert leaked not in failure["message"]
+        assert leaked not in events
+        assert leaked not in process.logs
+    assert_artifacts_clean(object_dir(runs, kube_namespace, "typo"), forms(password))
+
+
+def test_a_secret_given_as_a_string_definition_is_logged_redacted(
+    operator: tuple[OperatorProcess, Path], kube_api: client.ApiClient, kube_namespace: str
+) -> None:
+    process, runs = operator
+    password = "pw-Zx81-in-a-string-definition"
+    create(kube_api, kube_namespace, "Leak", "made", scenario="definition", password=password)
+    condition(kube_api, kube_namespace, "Leak", "made", "Successful")
+    made = client.CoreV1Api(kube_api).read_namespaced_secret("made-made", kube_namespace)
+    assert base64.b64decode(made.data["password"]).decode() == password  # the role worked
+    process.wait_for_log(
+        rf"event kind=Leak namespace={kube_namespace} name=made event=runner_on_ok "
+        r"task='Create a Secret from a string definition'"
+    )
+    for leaked in forms(password):
+        assert leaked not in process.logs
+    assert_artifacts_clean(object_dir(runs, kube_namespace, "made"), forms(password))
+
+
+def test_a_failing_no_log_task_does_not_print_its_value(
+    operator: tuple[OperatorProcess, Path], kube_api: client.ApiClient, kube_namespace: str
+) -> None:
+    process, runs = operator
+    password = "pw-Kq55-given-to-no-log-tasks"
+    create(kube_api, kube_namespace, "Leak", "quiet", scenario="no_log", password=password)
+    failure = condition(kube_api, kube_namespace, "Leak", "quiet", "Failure")
+    assert "no_log" in failure["message"]  # Ansible's "the output has been hidden"
+    events = warning_messages(kube_api, kube_namespace, "quiet")
+    process.wait_for_log(rf"reconcile failed kind=Leak namespace={kube_namespace} name=quiet")
+    assert f"ansible output kind=Leak namespace={kube_namespace} name=quiet" in process.logs
+    for leaked in forms(password):
+        assert leaked not in process.logs
+        assert leaked not in events
+        assert leaked not in failure["message"]
+    directory = object_dir(runs, kube_namespace, "quiet")
+    # The cached fact holds the password: it is kept, redacted and private.
+    assert [p for p in files_under(directory) if p.parent.name == "fact_cache"]
+    assert_artifacts_clean(directory, forms(password))
