@@ -1,24 +1,34 @@
 // Command controlplane is a multi-call binary that runs one of etcd,
-// kube-apiserver or kube-controller-manager, built from upstream sources.
+// kube-apiserver, kube-controller-manager, kube-scheduler or kubelet, built
+// from upstream sources.
 //
 // Each command is constructed only inside its own branch: the upstream
 // commands register global feature gates and flag sets, and two of them in one
 // process fail with "gates already added to a flag set". The Python side starts
-// three processes of this binary.
+// one process of this binary per component.
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 
+	"github.com/spf13/cobra"
 	"go.etcd.io/etcd/server/v3/etcdmain"
 	"k8s.io/component-base/cli"
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
 )
 
-const usage = `usage: controlplane etcd|kube-apiserver|kube-controller-manager [ARGS...]
+const usage = `usage: controlplane etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kubelet [ARGS...]
 `
+
+func run(cmd *cobra.Command, args []string) {
+	cmd.SetArgs(args)
+	os.Exit(cli.Run(cmd))
+}
 
 func main() {
 	if len(os.Args) < 2 {
@@ -30,13 +40,13 @@ func main() {
 	case "etcd":
 		etcdmain.Main(append([]string{"etcd"}, args...))
 	case "kube-apiserver":
-		cmd := apiserver.NewAPIServerCommand()
-		cmd.SetArgs(args)
-		os.Exit(cli.Run(cmd))
+		run(apiserver.NewAPIServerCommand(), args)
 	case "kube-controller-manager":
-		cmd := controllermanager.NewControllerManagerCommand()
-		cmd.SetArgs(args)
-		os.Exit(cli.Run(cmd))
+		run(controllermanager.NewControllerManagerCommand(), args)
+	case "kube-scheduler":
+		run(scheduler.NewSchedulerCommand(), args)
+	case "kubelet":
+		run(kubelet.NewKubeletCommand(context.Background()), args)
 	case "version":
 		fmt.Println(version)
 	default:

@@ -17,6 +17,9 @@ from ansible_operator.cluster import (
     default_state_dir,
     local_binaries,
 )
+from ansible_operator.cluster.host import HostError
+from ansible_operator.cluster.images import ImageError
+from ansible_operator.cluster.node import NODE_NAME, LocalNode, NodeRecord, node_unavailable_reason
 
 
 def _say(message: str) -> None:
@@ -35,12 +38,24 @@ def cluster_up(args: argparse.Namespace) -> int:
             "run 'ansible-operator cluster down' first"
         )
         return 1
-    plane = LocalControlPlane(args.state_dir, local_binaries(_say))
+    node = args.node
+    if node:
+        reason = node_unavailable_reason()
+        if reason:
+            _say(f"no node: {reason}; starting the API-only control plane (Pods will not run)")
+            node = False
+    plane = LocalControlPlane(args.state_dir, local_binaries(_say), node=node)
     started = time.monotonic()
     kubeconfig = plane.start(detached=True, progress=_say)
+    if node:
+        try:
+            LocalNode(plane).start(detached=True, progress=_say)
+        except BaseException:
+            plane.stop()
+            raise
     _say(
         f"ready in {time.monotonic() - started:.1f}s at {plane.state.server if plane.state else ''}"
-        f"; logs in {plane.log_dir}"
+        f"{' with node ' + NODE_NAME if node else ''}; logs in {plane.log_dir}"
     )
     print(f"kubeconfig: {kubeconfig}")
     print(f"export KUBECONFIG={kubeconfig}")
@@ -63,6 +78,19 @@ def cluster_status(args: argparse.Namespace) -> int:
             for name, alive in running.items()
         },
     }
+    if plane.node:
+        node = LocalNode(plane)
+        record = NodeRecord.load()
+        node_running = node.running() or {"containerd": False, "kubelet": False}
+        running.update(node_running)
+        report["node"] = {
+            "name": NODE_NAME,
+            "ready": ready and all(node_running.values()) and node.ready(),
+            "processes": {
+                name: {"pid": record.pids.get(name) if record else None, "running": alive}
+                for name, alive in node_running.items()
+            },
+        }
     print(json.dumps(report, indent=2))
     return 0 if ready and all(running.values()) else 1
 
@@ -72,7 +100,11 @@ def cluster_down(args: argparse.Namespace) -> int:
     if plane.state is None:
         print(f"no local control plane recorded in {args.state_dir}")
         return 0
-    plane.stop()
+    try:
+        if plane.node:
+            LocalNode(plane).stop()
+    finally:
+        plane.stop()
     left = [name for name, alive in plane.running().items() if alive]
     if left:
         _say(f"could not stop: {', '.join(left)}")
@@ -82,6 +114,34 @@ def cluster_down(args: argparse.Namespace) -> int:
         print(f"stopped; removed {args.state_dir}")
     else:
         print(f"stopped (state kept in {args.state_dir}; --purge removes it)")
+    return 0
+
+
+# What `cluster images NAME` builds: ImageBuilder's method of that name.
+IMAGE_RECIPES = ("operator", "samples", "memcached", "python", "pause")
+
+
+def cluster_images(args: argparse.Namespace) -> int:
+    from ansible_operator.cluster.images import ImageBuilder
+
+    unknown = sorted(set(args.names) - set(IMAGE_RECIPES))
+    if unknown:
+        _say(f"no image recipe named {', '.join(unknown)}; known: {', '.join(IMAGE_RECIPES)}")
+        return 2
+    builder = ImageBuilder(progress=_say)
+    built = []
+    for name in args.names or ["samples", "memcached"]:
+        started = time.monotonic()
+        image = getattr(builder, "test_python" if name == "python" else name)()
+        _say(f"{image.name} ready in {time.monotonic() - started:.1f}s ({image.archive})")
+        built.append(image)
+    plane = LocalControlPlane(args.state_dir, None)
+    node = LocalNode(plane) if plane.state and plane.node else None
+    if node is None or not any(node.running().values()):
+        print("built; no node runs here to load them into ('cluster up --node' starts one)")
+        return 0
+    node.load(built, progress=_say)
+    print(f"loaded into node {NODE_NAME}: {', '.join(image.name for image in built)}")
     return 0
 
 
@@ -110,14 +170,33 @@ def build_parser() -> argparse.ArgumentParser:
         help="where its certificates, data, logs and kubeconfig live (default: %(default)s)",
     )
     actions = cluster.add_subparsers(dest="action", metavar="ACTION", required=True)
-    actions.add_parser(
+    up = actions.add_parser(
         "up",
         help="start etcd, kube-apiserver and kube-controller-manager "
         "detached; print the kubeconfig",
-    ).set_defaults(func=cluster_up)
+    )
+    up.add_argument(
+        "--node",
+        action="store_true",
+        help="also run a real node (kubelet, containerd, kube-scheduler) so Pods run; "
+        "needs root, installs containerd, runc and CNI plugins from Debian's packages",
+    )
+    up.set_defaults(func=cluster_up)
     actions.add_parser("status", help="show whether it runs and is ready").set_defaults(
         func=cluster_status
     )
+    images = actions.add_parser(
+        "images",
+        help="build this repository's images without a registry (buildah, Debian's "
+        "packages) and load them into the node",
+    )
+    images.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help=f"which images: {', '.join(IMAGE_RECIPES)} (default: samples and memcached)",
+    )
+    images.set_defaults(func=cluster_images)
     down = actions.add_parser("down", help="stop every process of it")
     down.add_argument("--purge", action="store_true", help="also delete its state directory")
     down.set_defaults(func=cluster_down)
@@ -172,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args))
-    except (BuildError, ControlPlaneError) as error:
+    except (BuildError, ControlPlaneError, HostError, ImageError) as error:
         _say(str(error))
         return 1
     except KeyboardInterrupt:

@@ -4,7 +4,10 @@ Brings up the local control plane (or uses the cluster in KUBECONFIG), installs
 the sample operators' CRDs, runs `ansible-operator run` over this repository's
 watches.yaml, and walks two samples to their final state while you watch:
 
-- a Memcached reaches `Successful` with its Deployment sized by `spec.size`;
+- a Memcached reaches `Successful` with its Deployment sized by `spec.size`,
+  and, where the local control plane has a node (root: `cluster/node.py`), its
+  memcached Pods run for real from an image built here; elsewhere the demo
+  says why it stayed API-only;
 - a HarborCluster creates its database, cache and storage, waits for them,
   then creates Harbor and becomes `healthy`. No PostgreSQL, Redis or MinIO
   operator runs here, so the demo plays their part: it marks each dependency
@@ -25,6 +28,8 @@ from typing import Any
 from kubernetes import client, config
 
 from ansible_operator.cluster import LocalControlPlane, default_state_dir, local_binaries, provide
+from ansible_operator.cluster.images import ImageBuilder
+from ansible_operator.cluster.node import LocalNode, node_unavailable_reason
 from ansible_operator.testing.manifests import apply_manifests, documents
 from ansible_operator.testing.operator import OperatorProcess
 from ansible_operator.testing.waiting import get_custom
@@ -81,7 +86,7 @@ def _condition(obj: dict[str, Any] | None, kind: str) -> str:
     return "-"
 
 
-def _memcached(api: client.ApiClient, root: Path, namespace: str) -> None:
+def _memcached(api: client.ApiClient, root: Path, namespace: str, pods_run: bool) -> None:
     sample = root / "config" / "samples" / "cache_v1alpha1_memcached.yaml"
     obj = documents(sample)[0]
     name = obj["metadata"]["name"]
@@ -103,6 +108,33 @@ def _memcached(api: client.ApiClient, root: Path, namespace: str) -> None:
         f"owned by {owner.kind}/{owner.name} (controller={owner.controller}); "
         f"ansibleResult={_ansible_result(done)}"
     )
+    if pods_run:
+        _memcached_pods(api, namespace, name, deployment.spec.replicas)
+
+
+def _memcached_pods(api: client.ApiClient, namespace: str, name: str, replicas: int) -> None:
+    core = client.CoreV1Api(api)
+    selector = f"app.kubernetes.io/instance={name}"
+
+    def running() -> list[client.V1Pod]:
+        pods = core.list_namespaced_pod(namespace, label_selector=selector).items
+        up = [p for p in pods if p.status.phase == "Running" and p.status.pod_ip]
+        return up if len(up) >= replicas else []
+
+    for pod in _until(running, 120, f"{replicas} memcached Pods Running"):
+        _say(f"   Pod {pod.metadata.name}: Running on {pod.spec.node_name} ({pod.status.pod_ip})")
+    _until(
+        lambda: (
+            _condition(
+                get_custom(api, "cache.example.com", "v1alpha1", "memcacheds", namespace, name),
+                "Available",
+            )
+            == "True"
+        ),
+        120,
+        "Memcached Available",
+    )
+    _say("   Available=True: its status follows the Pods' readiness")
 
 
 def _ansible_result(obj: dict[str, Any]) -> dict[str, Any]:
@@ -153,25 +185,44 @@ def _harbor(api: client.ApiClient, root: Path, namespace: str) -> None:
     raise SystemExit("ansible-operator demo: the HarborCluster did not become healthy in 300s")
 
 
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
 @contextlib.contextmanager
-def _cluster(keep: bool) -> Iterator[Path]:
+def _cluster(keep: bool) -> Iterator[tuple[Path, LocalNode | None]]:
+    """The kubeconfig, and our local node when Pods run on one."""
     if not keep:
-        with provide(progress=lambda m: print(m, file=sys.stderr)) as cluster:
+        with provide(progress=_progress, node=True) as cluster:
             _say(f"cluster ({cluster.source}) ready; kubeconfig {cluster.kubeconfig}")
-            yield cluster.kubeconfig
+            if cluster.no_node_reason:
+                _say(f"API-only (Pods will not run): no node, {cluster.no_node_reason}")
+            yield cluster.kubeconfig, cluster.node
         return
     plane = LocalControlPlane(default_state_dir(), None)
     if not (plane.state and plane.ready()):
-        plane = LocalControlPlane(default_state_dir(), local_binaries())
-        plane.start(detached=True, progress=lambda m: print(m, file=sys.stderr))
-    yield plane.kubeconfig
+        reason = node_unavailable_reason()
+        if reason:
+            _say(f"API-only (Pods will not run): no node, {reason}")
+        plane = LocalControlPlane(default_state_dir(), local_binaries(), node=reason is None)
+        plane.start(detached=True, progress=_progress)
+        if plane.node:
+            LocalNode(plane).start(detached=True, progress=_progress)
+    node = LocalNode(plane) if plane.node and any(LocalNode(plane).running().values()) else None
+    yield plane.kubeconfig, node
     _say(f"export KUBECONFIG={plane.kubeconfig}   # 'ansible-operator cluster down' stops it")
 
 
 def run_demo(args: argparse.Namespace) -> int:
     root = _project_root()
-    with _cluster(args.keep) as kubeconfig, config.new_client_from_config(str(kubeconfig)) as api:
+    with (
+        _cluster(args.keep) as (kubeconfig, node),
+        config.new_client_from_config(str(kubeconfig)) as api,
+    ):
         version = client.VersionApi(api).get_code().git_version
+        if node is not None:
+            _say("building the memcached image (Debian's package) and loading it into the node")
+            node.load([ImageBuilder(progress=_say).memcached()], progress=_say)
         _say(f"kube-apiserver {version}: installing the samples' CRDs")
         for crd in sorted((root / "config" / "crd" / "bases").glob("*.yaml")):
             apply_manifests(api, crd)
@@ -184,7 +235,9 @@ def run_demo(args: argparse.Namespace) -> int:
             client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace))
         )
         try:
-            _memcached(api, root, namespace)
+            # On our node the image is loaded: its Pods must run (a KUBECONFIG
+            # cluster pulls images its own way, not ours to wait for).
+            _memcached(api, root, namespace, pods_run=node is not None)
             _harbor(api, root, namespace)
             _say("\nHarborCluster is healthy: the sample operators work end to end.")
         finally:

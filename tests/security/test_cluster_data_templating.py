@@ -22,7 +22,6 @@ import yaml
 from kubernetes import client
 
 from ansible_operator.cluster import Cluster
-from ansible_operator.testing.manifests import apply_manifests
 from ansible_operator.testing.operator import OperatorProcess
 from ansible_operator.testing.reading import config_map
 from ansible_operator.testing.waiting import wait_for_condition
@@ -32,11 +31,6 @@ pytestmark = pytest.mark.cluster
 OPERATOR = Path(__file__).resolve().parent.parent / "operator"
 GROUP, VERSION = "test.ansible-operator.io", "v1alpha1"
 STOLEN = "s3cret-from-another-namespace"
-
-
-@pytest.fixture(scope="module")
-def test_crds(kube_api: client.ApiClient) -> None:
-    apply_manifests(kube_api, OPERATOR / "crds.yaml")
 
 
 @pytest.fixture

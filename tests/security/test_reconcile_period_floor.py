@@ -12,7 +12,6 @@ import pytest
 from kubernetes import client
 
 from ansible_operator.cluster import Cluster
-from ansible_operator.testing.manifests import apply_manifests
 from ansible_operator.testing.operator import OperatorProcess
 from ansible_operator.testing.reading import events_for
 from ansible_operator.testing.waiting import wait_for_condition
@@ -26,11 +25,11 @@ WINDOW = 6.0  # seconds of runs counted
 
 def test_a_tiny_reconcile_period_is_raised_to_the_floor(
     kube_cluster: Cluster,
+    test_crds: None,
     kube_api: client.ApiClient,
     kube_namespace: str,
     tmp_path: Path,
 ) -> None:
-    apply_manifests(kube_api, OPERATOR / "crds.yaml")
     operator = OperatorProcess(
         OPERATOR / "watches.yaml",
         kube_cluster.kubeconfig,

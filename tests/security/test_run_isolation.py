@@ -27,7 +27,6 @@ from kubernetes import client
 
 from ansible_operator.cluster import Cluster
 from ansible_operator.runner import cgroups
-from ansible_operator.testing.manifests import apply_manifests
 from ansible_operator.testing.operator import OperatorProcess
 from ansible_operator.testing.reading import config_map
 from ansible_operator.testing.waiting import eventually
@@ -35,11 +34,6 @@ from ansible_operator.testing.waiting import eventually
 pytestmark = pytest.mark.cluster
 MEMORY_LIMIT = "512Mi"
 OUTPUT_CAP = "1Mi"
-
-
-@pytest.fixture(scope="module")
-def attack_crds(kube_api: client.ApiClient) -> None:
-    apply_manifests(kube_api, OPERATOR / "crds.yaml")
 
 
 @pytest.fixture(scope="module", params=RUNNER_MODES)

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from attack_operator import (
     GROUP,
-    OPERATOR,
     RUNNER_MODES,
     VERSION,
     condition,
@@ -24,18 +23,12 @@ from attack_operator import (
 from kubernetes import client
 
 from ansible_operator.cluster import Cluster
-from ansible_operator.testing.manifests import apply_manifests
 from ansible_operator.testing.operator import OperatorProcess
 from ansible_operator.testing.reading import events_for
 from ansible_operator.testing.waiting import eventually
 
 pytestmark = pytest.mark.cluster
 REDACTED = "<redacted>"
-
-
-@pytest.fixture(scope="module")
-def attack_crds(kube_api: client.ApiClient) -> None:
-    apply_manifests(kube_api, OPERATOR / "crds.yaml")
 
 
 @pytest.fixture(scope="module", params=RUNNER_MODES)

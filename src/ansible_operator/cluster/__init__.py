@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ansible_operator.cluster.build import BuildError, ensure_binary
 from ansible_operator.cluster.local import Binaries, ControlPlaneError, LocalControlPlane
+from ansible_operator.cluster.node import LocalNode, node_unavailable_reason
 from ansible_operator.kube.config import KubeConfig, KubeConfigError, load_config
 
 __all__ = [
@@ -36,6 +37,8 @@ class Cluster:
     kubeconfig: Path
     source: str  # "kubeconfig" | "envtest" | "local"
     control_plane: LocalControlPlane | None = None
+    node: LocalNode | None = None  # our local node, when asked for and possible
+    no_node_reason: str | None = None  # why a node was asked for and none runs
 
     @property
     def has_garbage_collector(self) -> bool:
@@ -64,8 +67,12 @@ def provide(
     *,
     use_kubeconfig: bool = True,
     progress: Callable[[str], None] | None = None,
+    node: bool = False,
 ) -> Iterator[Cluster]:
-    """Yield a ready cluster; stop anything started here when the block ends."""
+    """Yield a ready cluster; stop anything started here when the block ends.
+
+    `node`: our local control plane gets a node too, where one can run (root,
+    no other node here); elsewhere `Cluster.no_node_reason` says why not."""
     kubeconfig = os.environ.get("KUBECONFIG")
     if use_kubeconfig and kubeconfig:
         yield Cluster(Path(kubeconfig.split(os.pathsep)[0]), "kubeconfig")
@@ -76,10 +83,21 @@ def provide(
             state_dir = Path(
                 stack.enter_context(tempfile.TemporaryDirectory(prefix="ansible-operator-cluster-"))
             )
-        plane = LocalControlPlane(state_dir, local_binaries(progress))
+        reason = None
+        if node:
+            reason = (
+                "envtest binaries have no kubelet" if source == "envtest" else None
+            ) or node_unavailable_reason()
+        with_node = node and reason is None
+        plane = LocalControlPlane(state_dir, local_binaries(progress), node=with_node)
         stack.callback(plane.stop)
         path = plane.start(progress=progress)
-        yield Cluster(path, source, plane)
+        local_node = None
+        if with_node:
+            local_node = LocalNode(plane)
+            local_node.start(progress=progress)
+            stack.callback(local_node.stop)
+        yield Cluster(path, source, plane, local_node, reason)
 
 
 def connect_config(kubeconfig: str | Path | None = None) -> KubeConfig:

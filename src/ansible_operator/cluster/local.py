@@ -1,6 +1,11 @@
 """A real local control plane: etcd, kube-apiserver and kube-controller-manager
 as three processes on free loopback ports, under one state directory.
 
+With `node=True` it is the control plane of a cluster with a real node
+(`cluster/node.py`): kube-scheduler runs too, kube-controller-manager runs the
+controllers Pods need, and kube-apiserver can reach kubelets and admits
+ServiceAccounts.
+
 Two lifetimes:
 - attached (tests, the demo): the processes die with the Python process that
   started them, even on SIGKILL (PR_SET_PDEATHSIG), and `stop()` ends them;
@@ -29,7 +34,32 @@ from ansible_operator.cluster import pki
 from ansible_operator.kube.kubeconfig import build_kubeconfig, write_kubeconfig
 
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager")
+NODE_COMPONENTS = (*COMPONENTS, "kube-scheduler")
 ADMIN_USER = "admin"
+KUBELET_CLIENT_USER = "kube-apiserver-kubelet-client"  # how the API server calls kubelets
+# What a cluster with a node needs besides the API-only plane's garbage collector
+# and namespace controller. `node-lifecycle-controller` lifts the not-ready taint.
+NODE_CONTROLLERS = (
+    "garbagecollector",
+    "namespace",
+    "deployment",
+    "replicaset",
+    "statefulset",
+    "job",
+    "cronjob",
+    "endpoint",
+    "endpointslice",
+    "endpointslicemirroring",
+    "serviceaccount",
+    "serviceaccount-token",
+    "root-ca-cert-publisher",
+    "clusterrole-aggregation",
+    "node-lifecycle-controller",
+    "podgc",
+    "ttl-after-finished",
+    "disruption",
+    "resourcequota",
+)
 _PR_SET_PDEATHSIG = 1
 
 
@@ -45,6 +75,8 @@ class Binaries:
     etcd: list[str]
     apiserver: list[str]
     controller_manager: list[str] | None
+    scheduler: list[str] | None = None
+    kubelet: list[str] | None = None
 
     @classmethod
     def multicall(cls, binary: Path) -> Binaries:
@@ -52,6 +84,8 @@ class Binaries:
             [str(binary), "etcd"],
             [str(binary), "kube-apiserver"],
             [str(binary), "kube-controller-manager"],
+            [str(binary), "kube-scheduler"],
+            [str(binary), "kubelet"],
         )
 
     @classmethod
@@ -68,6 +102,8 @@ class Binaries:
             "etcd": self.etcd,
             "kube-apiserver": self.apiserver,
             "kube-controller-manager": self.controller_manager,
+            "kube-scheduler": self.scheduler,
+            "kubelet": self.kubelet,
         }[component]
 
 
@@ -80,6 +116,7 @@ class State:
     apiserver_port: int
     binaries: dict[str, list[str] | None]
     pids: dict[str, int] = field(default_factory=dict)
+    node: bool = False
 
     @property
     def server(self) -> str:
@@ -97,7 +134,48 @@ def _die_with_parent() -> None:
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def _pid_alive(pid: int) -> bool:
+def spawn(
+    argv: list[str], log_path: Path, *, detached: bool, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start a process in its own session, output to `log_path`; unless detached,
+    it dies with this Python process, even on SIGKILL."""
+    log = log_path.open("ab")
+    try:
+        return subprocess.Popen(
+            argv,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=None if detached else _die_with_parent,
+        )
+    finally:
+        log.close()
+
+
+def stop_process(
+    pid: int, process: subprocess.Popen[bytes] | None = None, timeout: float = 15.0
+) -> None:
+    """SIGTERM, then SIGKILL after `timeout`; reap it if it is our child."""
+    if pid_alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while pid_alive(pid) and time.monotonic() < deadline:
+            if process is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout=0.1)
+            else:
+                time.sleep(0.1)
+        if pid_alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    if process is not None:
+        process.wait()
+
+
+def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -112,13 +190,16 @@ def _pid_alive(pid: int) -> bool:
 
 
 class LocalControlPlane:
-    def __init__(self, state_dir: Path, binaries: Binaries | None = None) -> None:
+    def __init__(
+        self, state_dir: Path, binaries: Binaries | None = None, *, node: bool = False
+    ) -> None:
         self.state_dir = state_dir
         self.pki_dir = state_dir / "pki"
         self.log_dir = state_dir / "logs"
         self.state_file = state_dir / "state.json"
         self.kubeconfig = state_dir / "admin.kubeconfig"
         self._binaries = binaries
+        self._node = node
         self._processes: dict[str, subprocess.Popen[bytes]] = {}
         self.state: State | None = self._load_state()
 
@@ -141,8 +222,19 @@ class LocalControlPlane:
                 recorded["etcd"] or [],
                 recorded["kube-apiserver"] or [],
                 recorded["kube-controller-manager"],
+                recorded.get("kube-scheduler"),
+                recorded.get("kubelet"),
             )
         return self._binaries
+
+    @property
+    def node(self) -> bool:
+        """Whether this is (or will be) the control plane of a cluster with a node."""
+        return self.state.node if self.state else self._node
+
+    @property
+    def components(self) -> tuple[str, ...]:
+        return NODE_COMPONENTS if self.node else COMPONENTS
 
     @property
     def has_controller_manager(self) -> bool:
@@ -151,8 +243,8 @@ class LocalControlPlane:
     def running(self) -> dict[str, bool]:
         pids = self.state.pids if self.state else {}
         return {
-            name: name in pids and _pid_alive(pids[name])
-            for name in COMPONENTS
+            name: name in pids and pid_alive(pids[name])
+            for name in self.components
             if self.binaries.argv(name) is not None
         }
 
@@ -174,12 +266,18 @@ class LocalControlPlane:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.state_dir.chmod(0o700)
         self.log_dir.mkdir(exist_ok=True)
+        if self._node and (self.binaries.scheduler is None or self.binaries.kubelet is None):
+            raise ControlPlaneError(
+                "a node needs kube-scheduler and kubelet: the multi-call binary built from "
+                "controlplane/ has them, envtest binaries (KUBEBUILDER_ASSETS) do not"
+            )
         self._write_pki()
         self.state = State(
             etcd_port=free_port(),
             etcd_peer_port=free_port(),
             apiserver_port=free_port(),
-            binaries={name: self.binaries.argv(name) for name in COMPONENTS},
+            binaries={name: self.binaries.argv(name) for name in (*NODE_COMPONENTS, "kubelet")},
+            node=self._node,
         )
         self._save_state()
         try:
@@ -191,20 +289,32 @@ class LocalControlPlane:
             self.wait_ready(timeout)
             self._write_admin_kubeconfig()
             if self.has_controller_manager:
-                say("starting kube-controller-manager (garbagecollector, namespace)")
+                say(f"starting kube-controller-manager ({', '.join(self._controllers())})")
                 self.start_component("kube-controller-manager", detached=detached)
+            if self.node:
+                say("starting kube-scheduler")
+                self.start_component("kube-scheduler", detached=detached)
         except BaseException:
             self.stop()
             raise
         return self.kubeconfig
 
     def _write_pki(self) -> None:
-        if (self.pki_dir / "ca.crt").exists():
-            return
-        ca = pki.create_ca(self.pki_dir)
-        pki.issue_serving_cert(ca, self.pki_dir)
-        pki.issue_client_cert(ca, self.pki_dir, ADMIN_USER, ("system:masters",))
-        pki.create_service_account_key(self.pki_dir)
+        if not (self.pki_dir / "ca.crt").exists():
+            ca = pki.create_ca(self.pki_dir)
+            pki.issue_serving_cert(ca, self.pki_dir)
+            pki.issue_client_cert(ca, self.pki_dir, ADMIN_USER, ("system:masters",))
+            pki.create_service_account_key(self.pki_dir)
+        if self._node and not self._kubelet_client.cert_path.exists():
+            pki.issue_client_cert(self.ca, self.pki_dir, KUBELET_CLIENT_USER)
+
+    @property
+    def _kubelet_client(self) -> pki.KeyPair:
+        stem = self.pki_dir / f"client-{KUBELET_CLIENT_USER}"
+        return pki.KeyPair(stem.with_suffix(".crt"), stem.with_suffix(".key"))
+
+    def _controllers(self) -> tuple[str, ...]:
+        return NODE_CONTROLLERS if self.node else ("garbagecollector", "namespace")
 
     @property
     def ca(self) -> pki.KeyPair:
@@ -226,7 +336,7 @@ class LocalControlPlane:
                 "--log-level=error",
             ]
         if component == "kube-apiserver":
-            return [
+            api_only = [
                 f"--etcd-servers=http://127.0.0.1:{s.etcd_port}",
                 "--bind-address=127.0.0.1",
                 "--advertise-address=127.0.0.1",
@@ -245,16 +355,52 @@ class LocalControlPlane:
                 "--profiling=false",
                 "--v=0",
             ]
+            return self._for_kubelets(api_only) if self.node else api_only
         if component == "kube-controller-manager":
-            return [
+            args = [
                 f"--kubeconfig={self.kubeconfig}",
-                "--controllers=garbagecollector,namespace",
+                f"--controllers={','.join(self._controllers())}",
                 "--leader-elect=false",
                 "--secure-port=0",
                 "--concurrent-gc-syncs=5",
                 "--v=0",
             ]
+            if self.node:
+                # Token Secrets and the kube-root-ca.crt ConfigMap Pods mount.
+                args += [
+                    f"--root-ca-file={p / 'ca.crt'}",
+                    f"--service-account-private-key-file={p / 'sa.key'}",
+                ]
+            return args
+        if component == "kube-scheduler":
+            return [
+                f"--kubeconfig={self.kubeconfig}",
+                f"--authentication-kubeconfig={self.kubeconfig}",
+                f"--authorization-kubeconfig={self.kubeconfig}",
+                "--leader-elect=false",
+                "--secure-port=0",
+                "--v=0",
+            ]
         raise ValueError(component)
+
+    def _for_kubelets(self, api_only: list[str]) -> list[str]:
+        """The API-only flags changed for a cluster with a node: the Node
+        authorizer and NodeRestriction (as kubeadm sets them), ServiceAccount
+        admission (Pods get their token volume), and the way to kubelets: by the
+        InternalIP they report (their names resolve nowhere), with a client
+        certificate they trust."""
+        swapped = {
+            "--authorization-mode=RBAC": "--authorization-mode=Node,RBAC",
+            "--disable-admission-plugins=ServiceAccount": (
+                "--enable-admission-plugins=NodeRestriction"
+            ),
+        }
+        return [
+            *(swapped.get(arg, arg) for arg in api_only),
+            "--kubelet-preferred-address-types=InternalIP",
+            f"--kubelet-client-certificate={self._kubelet_client.cert_path}",
+            f"--kubelet-client-key={self._kubelet_client.key_path}",
+        ]
 
     def start_component(self, component: str, *, detached: bool = False) -> None:
         """Start one component (also used by fault tests to restart the API server)."""
@@ -262,16 +408,9 @@ class LocalControlPlane:
         argv = self.binaries.argv(component)
         if argv is None:
             raise ControlPlaneError(f"no binary for {component}")
-        log = (self.log_dir / f"{component}.log").open("ab")
-        process = subprocess.Popen(
-            [*argv, *self._args(component)],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=None if detached else _die_with_parent,
+        process = spawn(
+            [*argv, *self._args(component)], self.log_dir / f"{component}.log", detached=detached
         )
-        log.close()
         self._processes[component] = process
         self.state.pids[component] = process.pid
         self._save_state()
@@ -368,25 +507,10 @@ class LocalControlPlane:
         if self.state is None or component not in self.state.pids:
             return
         pid = self.state.pids.pop(component)
-        process = self._processes.pop(component, None)
-        if _pid_alive(pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while _pid_alive(pid) and time.monotonic() < deadline:
-                if process is not None:
-                    with contextlib.suppress(subprocess.TimeoutExpired):
-                        process.wait(timeout=0.1)
-                else:
-                    time.sleep(0.1)
-            if _pid_alive(pid):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-        if process is not None:
-            process.wait()
+        stop_process(pid, self._processes.pop(component, None), timeout)
         self._save_state()
 
     def stop(self) -> None:
         """Stop every component, in reverse start order. Safe to call twice."""
-        for component in reversed(COMPONENTS):
+        for component in reversed(self.components):
             self.stop_component(component)

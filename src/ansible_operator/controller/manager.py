@@ -63,7 +63,8 @@ class Manager:
         self.mapper: RestMapper | None = None
         self.proxy: ApiProxy | None = None
         self.api_health: ApiServerHealth | None = None
-        self.ready = False
+        self.ready = False  # this replica's controllers run
+        self.standing_by = False  # waiting for the leader lease
         self.stopping = asyncio.Event()
         self._sites: list[web.AppRunner] = []
         self.bound: dict[str, tuple[str, int]] = {}
@@ -99,7 +100,9 @@ class Manager:
             return web.Response(text="ok")
 
         async def readyz(_request: web.Request) -> web.Response:
-            if not self.ready or self.stopping.is_set():
+            # A standby replica waiting for the lease is ready, as in
+            # controller-runtime: else a Deployment of two is never Available.
+            if not (self.ready or self.standing_by) or self.stopping.is_set():
                 return web.Response(status=503, text="not ready")
             reason = self.api_health.unready_reason() if self.api_health else None
             if reason is not None:
@@ -187,7 +190,9 @@ class Manager:
                     )
                     acquiring = asyncio.create_task(elector.acquire())
                     stop_wait = asyncio.create_task(self.stopping.wait())
+                    self.standing_by = True
                     await asyncio.wait({acquiring, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+                    self.standing_by = False
                     stop_wait.cancel()
                     if not acquiring.done():
                         acquiring.cancel()

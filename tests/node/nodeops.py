@@ -1,0 +1,107 @@
+"""Helpers for the node tests: the session's node, waiting, reading Pods."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from kubernetes import client, config
+
+from ansible_operator.cluster import local_binaries
+from ansible_operator.cluster.images import Image, ImageBuilder
+from ansible_operator.cluster.local import LocalControlPlane
+from ansible_operator.cluster.node import LocalNode, node_unavailable_reason
+
+
+@dataclass
+class NodeCluster:
+    plane: LocalControlPlane
+    node: LocalNode
+    api: client.ApiClient
+    images: ImageBuilder
+
+    @property
+    def core(self) -> client.CoreV1Api:
+        return client.CoreV1Api(self.api)
+
+
+class SessionNode:
+    """Starts the session's node on first use; `stop()` frees the machine's one
+    node slot for a test that needs it, and the next use starts it again."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.images = ImageBuilder()
+        self.cluster: NodeCluster | None = None
+        self._starts = 0
+
+    def get(self) -> NodeCluster:
+        if self.cluster is None:
+            reason = node_unavailable_reason()  # another session may have taken the slot
+            if reason:
+                pytest.skip(f"no node here: {reason}")
+            self._starts += 1
+            state = self.directory / f"cluster-{self._starts}"
+            plane = LocalControlPlane(state, local_binaries(), node=True)
+            plane.start()
+            node = LocalNode(plane, self.images)
+            try:
+                node.start(images=[self.images.test_python()])
+            except BaseException:
+                plane.stop()
+                raise
+            api = config.new_client_from_config(str(plane.kubeconfig))
+            self.cluster = NodeCluster(plane, node, api, self.images)
+        return self.cluster
+
+    def stop(self) -> None:
+        if self.cluster is not None:
+            self.cluster.api.close()
+            self.cluster.node.stop()
+            self.cluster.plane.stop()
+            self.cluster = None
+
+
+def has_default_service_account(core: client.CoreV1Api, namespace: str) -> bool:
+    accounts = core.list_namespaced_service_account(namespace).items
+    return any(account.metadata.name == "default" for account in accounts)
+
+
+def wait_for(check: Callable[[], object], what: str, timeout: float = 60.0) -> object:
+    """Poll `check` until it returns something true; fail naming `what`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.1)
+
+
+def pod_phase(core: client.CoreV1Api, namespace: str, name: str) -> str | None:
+    try:
+        return core.read_namespaced_pod(name, namespace).status.phase
+    except client.ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+
+
+def python_pod(name: str, image: Image, script: str, **spec: object) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 1,
+            "containers": [
+                {"name": "main", "image": image.name, "command": ["python3", "-c", script]}
+            ],
+            **spec,
+        },
+    }
