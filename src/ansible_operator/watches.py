@@ -9,7 +9,6 @@ are reported at once.
 
 from __future__ import annotations
 
-import difflib
 import logging
 import os
 import re
@@ -21,8 +20,15 @@ from typing import Any
 import yaml
 
 from ansible_operator.controller.annotations import MIN_RECONCILE_PERIOD
-from ansible_operator.durations import DurationError, parse_duration
 from ansible_operator.kube.selectors import label_predicate
+from ansible_operator.watch_fields import (
+    EnvOverride,
+    NodeReader,
+    count,
+    describe,
+    option,
+    options_of,
+)
 
 __all__ = [
     "GVK",
@@ -99,54 +105,96 @@ class Finalizer:
     vars: dict[str, Any] = field(default_factory=dict)
 
 
+def _reconcile_period(reader: NodeReader, node: yaml.Node, name: str) -> float | None:
+    # Raised to the floor with a warning rather than refused: a file the reference
+    # accepts keeps loading (see MIN_RECONCILE_PERIOD for why the floor exists).
+    period = reader.duration(node, name)
+    if period is not None and period < MIN_RECONCILE_PERIOD:
+        log.warning(
+            "%s: %r %gs is below the floor of %gs; %gs is used",
+            reader.where(node),
+            name,
+            period,
+            MIN_RECONCILE_PERIOD,
+            MIN_RECONCILE_PERIOD,
+        )
+        return MIN_RECONCILE_PERIOD
+    return period
+
+
 @dataclass(frozen=True)
 class Watch:
-    gvk: GVK
-    role: Path | None
+    """One watch. Each option is declared here, once: its key, default, reader and any
+    environment override; `WATCH_KEYS` and the loader follow from these declarations."""
+
+    gvk: GVK  # keys version, group, kind
+    role: Path | None  # `role` or `playbook`, resolved by `_Loader.target`
     playbook: Path | None
     vars: dict[str, Any]
-    max_runner_artifacts: int = 20
-    reconcile_period: float | None = None
-    manage_status: bool = True
-    watch_dependent_resources: bool = True
-    watch_cluster_scoped_resources: bool = False
-    snake_case_parameters: bool = True
-    watch_annotations_changes: bool = False
-    mark_unsafe: bool = True  # cluster data is never templated unless asked
-    blacklist: tuple[GVK, ...] = ()
-    selector: LabelSelector | None = None
-    finalizer: Finalizer | None = None
-    watch_dependent_status: bool = False
-    run_timeout: float | None = None
-    max_concurrent_reconciles: int | None = None
-    ansible_verbosity: int | None = None
+    max_runner_artifacts: int = field(
+        default=20, metadata=option("maxRunnerArtifacts", count(minimum=0))
+    )
+    reconcile_period: float | None = field(
+        default=None, metadata=option("reconcilePeriod", _reconcile_period)
+    )
+    manage_status: bool = field(default=True, metadata=option("manageStatus", NodeReader.boolean))
+    watch_dependent_resources: bool = field(
+        default=True, metadata=option("watchDependentResources", NodeReader.boolean)
+    )
+    watch_cluster_scoped_resources: bool = field(
+        default=False, metadata=option("watchClusterScopedResources", NodeReader.boolean)
+    )
+    snake_case_parameters: bool = field(
+        default=True, metadata=option("snakeCaseParameters", NodeReader.boolean)
+    )
+    watch_annotations_changes: bool = field(
+        default=False, metadata=option("watchAnnotationsChanges", NodeReader.boolean)
+    )
+    # Cluster data is never templated unless asked (the reference defaults to false).
+    mark_unsafe: bool = field(default=True, metadata=option("markUnsafe", NodeReader.boolean))
+    blacklist: tuple[GVK, ...] = field(
+        default=(), metadata=option("blacklist", lambda r, node, _: r.blacklist(node))
+    )
+    selector: LabelSelector | None = field(
+        default=None, metadata=option("selector", lambda r, node, _: r.selector(node))
+    )
+    finalizer: Finalizer | None = field(
+        default=None, metadata=option("finalizer", lambda r, node, _: r.finalizer(node))
+    )
+    # Our extensions.
+    watch_dependent_status: bool = field(
+        default=False, metadata=option("watchDependentStatus", NodeReader.boolean)
+    )
+    run_timeout: float | None = field(
+        default=None, metadata=option("runTimeout", NodeReader.duration)
+    )
+    max_concurrent_reconciles: int | None = field(
+        default=None,
+        metadata=option(
+            "maxConcurrentReconciles",
+            count(minimum=1),
+            env=EnvOverride(("MAX_CONCURRENT_RECONCILES_{}", "WORKER_{}"), minimum=1),
+        ),
+    )
+    # Not a key of the file: set only from the environment.
+    ansible_verbosity: int | None = field(
+        default=None,
+        metadata=option(None, env=EnvOverride(("ANSIBLE_VERBOSITY_{}",), minimum=0, maximum=7)),
+    )
     source: str = ""
 
 
+GVK_KEYS = ("group", "version", "kind")
+TARGET_KEYS = ("playbook", "role")
+WATCH_OPTIONS = options_of(Watch)
 WATCH_KEYS = (
     "version",
     "group",
     "kind",
-    "playbook",
-    "role",
+    *TARGET_KEYS,
     "vars",
-    "maxRunnerArtifacts",
-    "reconcilePeriod",
-    "manageStatus",
-    "watchDependentResources",
-    "watchClusterScopedResources",
-    "snakeCaseParameters",
-    "watchAnnotationsChanges",
-    "markUnsafe",
-    "blacklist",
-    "selector",
-    "finalizer",
-    # Our extensions.
-    "watchDependentStatus",
-    "runTimeout",
-    "maxConcurrentReconciles",
+    *(spec.key for _, spec in WATCH_OPTIONS if spec.key is not None),
 )
-GVK_KEYS = ("group", "version", "kind")
 SELECTOR_KEYS = ("matchLabels", "matchExpressions")
 EXPRESSION_KEYS = ("key", "operator", "values")
 FINALIZER_KEYS = ("name", "role", "playbook", "vars")
@@ -154,7 +202,6 @@ OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 _VAR = re.compile(r"\$(?:\{([^}]*)\}|(\w+))")
 _FQCN = re.compile(r"^[A-Za-z_]\w*\.[A-Za-z_]\w*\.[A-Za-z_]\w*$")
-_MISSING = object()
 # What aliases may add to the file, in values and characters: a few
 # shared blocks fit; a "billion laughs" (aliases of aliases, a few lines that
 # expand to gigabytes) is refused at the alias that goes past it.
@@ -243,42 +290,12 @@ def _expand(value: str, env: Mapping[str, str]) -> str:
     return _VAR.sub(replace, value)
 
 
-def _describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    return repr(value)
-
-
-class _Loader:
+class _Loader(NodeReader):
     def __init__(self, path: Path, env: Mapping[str, str], cwd: Path) -> None:
+        super().__init__(str(path))
         self.path = path
-        self.label = str(path)
         self.env = env
         self.cwd = cwd
-        self.errors: list[str] = []
-        self._yaml = yaml.SafeLoader("")
-
-    # -- helpers -----------------------------------------------------------------------
-
-    def error(self, node: yaml.Node | int, message: str) -> None:
-        line = node if isinstance(node, int) else node.start_mark.line + 1
-        self.errors.append(f"{self.label}:{line}: {message}")
-
-    def where(self, node: yaml.Node) -> str:
-        return f"{self.label}:{node.start_mark.line + 1}"
-
-    def construct(self, node: yaml.Node) -> Any:
-        try:
-            return self._yaml.construct_document(node)
-        except yaml.YAMLError as exc:
-            self.error(node, f"invalid value: {exc}")
-            return _MISSING
 
     def expand_nodes(self, node: yaml.Node, seen: set[int] | None = None) -> None:
         # Each node once: an aliased one is shared, and expanded only once.
@@ -300,117 +317,6 @@ class _Loader:
             for key, value in node.value:
                 self.expand_nodes(key, seen)
                 self.expand_nodes(value, seen)
-
-    def fields(
-        self, node: yaml.MappingNode, known: tuple[str, ...], what: str
-    ) -> dict[str, tuple[yaml.Node, yaml.Node]]:
-        """Map canonical key name -> (key node, value node); report unknown/duplicate keys."""
-        by_lower = {name.lower(): name for name in known}
-        found: dict[str, tuple[yaml.Node, yaml.Node]] = {}
-        for key_node, value_node in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-            if not isinstance(key, str) or key == "":
-                self.error(key_node, f"{what}: keys must be non-empty strings")
-                continue
-            canonical = by_lower.get(key.lower())
-            if canonical is None:
-                message = f"unknown key {key!r}"
-                if what != "watch":
-                    message = f"{what}: {message}"
-                close = difflib.get_close_matches(key.lower(), list(by_lower), n=1, cutoff=0.6)
-                if close:
-                    message += f" (did you mean {by_lower[close[0]]!r}?)"
-                else:
-                    message += f"; known keys: {', '.join(known)}"
-                self.error(key_node, message)
-                continue
-            if canonical in found:
-                first = found[canonical][0]
-                self.error(
-                    key_node,
-                    f"{what}: key {key!r} is given twice (first at line "
-                    f"{first.start_mark.line + 1}; keys ignore case)",
-                )
-                continue
-            found[canonical] = (key_node, value_node)
-        return found
-
-    # -- typed values --------------------------------------------------------------------
-
-    def string(self, node: yaml.Node, name: str, *, empty_ok: bool = False) -> str | None:
-        value = self.construct(node)
-        if value is _MISSING:
-            return None
-        if value is None and empty_ok:
-            return ""
-        if not isinstance(value, str):
-            self.error(node, f"{name!r} must be a string, not {_describe(value)}")
-            return None
-        if not value and not empty_ok:
-            self.error(node, f"{name!r} must not be empty")
-            return None
-        return value
-
-    def boolean(self, node: yaml.Node, name: str) -> bool | None:
-        value = self.construct(node)
-        if value is _MISSING:
-            return None
-        if not isinstance(value, bool):
-            self.error(node, f"{name!r} must be true or false, not {_describe(value)}")
-            return None
-        return value
-
-    def integer(self, node: yaml.Node, name: str, *, minimum: int) -> int | None:
-        value = self.construct(node)
-        if value is _MISSING:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.error(node, f"{name!r} must be an integer, not {_describe(value)}")
-            return None
-        if value < minimum:
-            bound = "positive" if minimum == 1 else f"at least {minimum}"
-            self.error(node, f"{name!r} must be {bound}, not {value}")
-            return None
-        return value
-
-    def duration(self, node: yaml.Node, name: str) -> float | None:
-        """A Go duration, or a number of seconds. 0 (or absent) gives None."""
-        value = self.construct(node)
-        if value is _MISSING or value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int | float | str):
-            self.error(
-                node,
-                f"{name!r} must be a duration like 30s, 5m or 1h30m, not {_describe(value)}",
-            )
-            return None
-        if isinstance(value, int | float):
-            if value < 0:
-                self.error(node, f"{name!r} must not be negative, not {value}")
-                return None
-            seconds = float(value)
-        else:
-            try:
-                seconds = parse_duration(value)
-            except DurationError as exc:
-                self.error(node, f"{name!r}: {exc}")
-                return None
-        return seconds or None
-
-    def mapping(self, node: yaml.Node, name: str) -> dict[str, Any] | None:
-        value = self.construct(node)
-        if value is _MISSING:
-            return None
-        if value is None:
-            return {}
-        if not isinstance(value, dict):
-            self.error(node, f"{name!r} must be a mapping, not {_describe(value)}")
-            return None
-        bad = [key for key in value if not isinstance(key, str)]
-        if bad:
-            self.error(node, f"{name!r}: keys must be strings, not {_describe(bad[0])}")
-            return None
-        return value
 
     # -- paths ----------------------------------------------------------------------------
 
@@ -458,6 +364,23 @@ class _Loader:
         self.error(node, f"{name!r}: playbook {playbook!r} not found; looked for: {places}")
         return None
 
+    def target(
+        self, fields: dict[str, tuple[yaml.Node, yaml.Node]], prefix: str
+    ) -> tuple[Path | None, Path | None]:
+        """(role, playbook) as named in ``fields`` and resolved; a playbook wins over a role,
+        which is then not read. ``prefix`` names the owner in errors (``finalizer.``)."""
+        if "playbook" in fields:
+            node = fields["playbook"][1]
+            text = self.string(node, "playbook")
+            if text is not None:
+                return None, self.resolve_playbook(node, text, f"{prefix}playbook")
+        elif "role" in fields:
+            node = fields["role"][1]
+            text = self.string(node, "role")
+            if text is not None:
+                return self.resolve_role(node, text, f"{prefix}role"), None
+        return None, None
+
     def path_list(self, variable: str) -> list[Path]:
         raw = self.env.get(variable, "")
         return [Path(p).expanduser() for p in raw.split(os.pathsep) if p]
@@ -504,7 +427,7 @@ class _Loader:
             raise WatchesError(
                 [
                     f"{self.where(root)}: expected a list of watches (entries starting "
-                    f"with '- version: ...'), not {_describe(self.construct(root))}"
+                    f"with '- version: ...'), not {describe(self.construct(root))}"
                 ]
             )
         self.expand_nodes(root)
@@ -513,7 +436,7 @@ class _Loader:
         for entry in root.value:
             if not isinstance(entry, yaml.MappingNode):
                 value = self.construct(entry)
-                self.error(entry, f"each watch must be a mapping, not {_describe(value)}")
+                self.error(entry, f"each watch must be a mapping, not {describe(value)}")
                 continue
             watch = self.watch(entry)
             if watch is None:
@@ -556,71 +479,18 @@ class _Loader:
         errors_before = len(self.errors)
         fields = self.fields(node, WATCH_KEYS, "watch")
         gvk = self.gvk(node, fields, "watch")
-        options: dict[str, Any] = {}
-
-        role = playbook = None
-        if "playbook" in fields:
-            text = self.string(fields["playbook"][1], "playbook")
-            if text is not None:
-                playbook = self.resolve_playbook(fields["playbook"][1], text, "playbook")
-        elif "role" in fields:
-            text = self.string(fields["role"][1], "role")
-            if text is not None:
-                role = self.resolve_role(fields["role"][1], text, "role")
-        else:
+        role, playbook = self.target(fields, "")
+        if not fields.keys() & set(TARGET_KEYS):
             self.error(node, "watch: needs a 'role' or a 'playbook'")
-
         watch_vars: dict[str, Any] = {}
         if "vars" in fields:
             watch_vars = self.mapping(fields["vars"][1], "vars") or {}
-
-        booleans = {
-            "manageStatus": "manage_status",
-            "watchDependentResources": "watch_dependent_resources",
-            "watchClusterScopedResources": "watch_cluster_scoped_resources",
-            "snakeCaseParameters": "snake_case_parameters",
-            "watchAnnotationsChanges": "watch_annotations_changes",
-            "markUnsafe": "mark_unsafe",
-            "watchDependentStatus": "watch_dependent_status",
-        }
-        for key, attribute in booleans.items():
-            if key in fields:
-                value = self.boolean(fields[key][1], key)
+        options: dict[str, Any] = {}
+        for attribute, spec in WATCH_OPTIONS:
+            if spec.key in fields and spec.read is not None:
+                value = spec.read(self, fields[spec.key][1], spec.key)
                 if value is not None:
                     options[attribute] = value
-        if "maxRunnerArtifacts" in fields:
-            count = self.integer(fields["maxRunnerArtifacts"][1], "maxRunnerArtifacts", minimum=0)
-            if count is not None:
-                options["max_runner_artifacts"] = count
-        if "maxConcurrentReconciles" in fields:
-            count = self.integer(
-                fields["maxConcurrentReconciles"][1], "maxConcurrentReconciles", minimum=1
-            )
-            if count is not None:
-                options["max_concurrent_reconciles"] = count
-        for key, attribute in (
-            ("reconcilePeriod", "reconcile_period"),
-            ("runTimeout", "run_timeout"),
-        ):
-            if key in fields:
-                options[attribute] = self.duration(fields[key][1], key)
-        period = options.get("reconcile_period")
-        if period is not None and period < MIN_RECONCILE_PERIOD:
-            log.warning(
-                "%s: 'reconcilePeriod' %gs is below the floor of %gs; %gs is used",
-                self.where(fields["reconcilePeriod"][1]),
-                period,
-                MIN_RECONCILE_PERIOD,
-                MIN_RECONCILE_PERIOD,
-            )
-            options["reconcile_period"] = MIN_RECONCILE_PERIOD
-        if "blacklist" in fields:
-            options["blacklist"] = self.blacklist(fields["blacklist"][1])
-        if "selector" in fields:
-            options["selector"] = self.selector(fields["selector"][1])
-        if "finalizer" in fields:
-            options["finalizer"] = self.finalizer(fields["finalizer"][1])
-
         if gvk is not None:
             self.env_overrides(node, gvk, options)
         if gvk is None or len(self.errors) > errors_before:
@@ -635,36 +505,25 @@ class _Loader:
         )
 
     def env_overrides(self, node: yaml.Node, gvk: GVK, options: dict[str, Any]) -> None:
-        suffix = gvk.env_suffix
-        for variable in (f"MAX_CONCURRENT_RECONCILES_{suffix}", f"WORKER_{suffix}"):
-            raw = self.env.get(variable)
-            if raw is None:
+        """Per-watch environment variables win over the file, as in the reference."""
+        for attribute, spec in WATCH_OPTIONS:
+            if spec.env is None:
                 continue
-            try:
-                count = int(raw.strip())
-            except ValueError:
-                count = 0
-            if count < 1:
-                self.error(
-                    node,
-                    f"environment variable {variable} must be a positive integer, not {raw!r}",
-                )
-            else:
-                options["max_concurrent_reconciles"] = count
-            break
-        variable = f"ANSIBLE_VERBOSITY_{suffix}"
-        raw = self.env.get(variable)
-        if raw is not None:
-            try:
-                level = int(raw.strip())
-            except ValueError:
-                level = -1
-            if not 0 <= level <= 7:
-                self.error(
-                    node, f"environment variable {variable} must be an integer 0..7, not {raw!r}"
-                )
-            else:
-                options["ansible_verbosity"] = level
+            for template in spec.env.templates:
+                variable = template.format(gvk.env_suffix)
+                raw = self.env.get(variable)
+                if raw is None:
+                    continue
+                value = spec.env.parse(raw)
+                if value is None:
+                    self.error(
+                        node,
+                        f"environment variable {variable} must be {spec.env.requirement}, "
+                        f"not {raw!r}",
+                    )
+                else:
+                    options[attribute] = value
+                break
 
     def blacklist(self, node: yaml.Node) -> tuple[GVK, ...]:
         if not isinstance(node, yaml.SequenceNode):
@@ -673,7 +532,7 @@ class _Loader:
                 return ()
             self.error(
                 node,
-                f"'blacklist' must be a list of {{group, version, kind}}, not {_describe(value)}",
+                f"'blacklist' must be a list of {{group, version, kind}}, not {describe(value)}",
             )
             return ()
         result: list[GVK] = []
@@ -682,7 +541,7 @@ class _Loader:
                 self.error(
                     item,
                     "'blacklist': each entry must be a mapping with group, version and kind, "
-                    f"not {_describe(self.construct(item))}",
+                    f"not {describe(self.construct(item))}",
                 )
                 continue
             fields = self.fields(item, GVK_KEYS, "blacklist entry")
@@ -695,7 +554,7 @@ class _Loader:
         if not isinstance(node, yaml.MappingNode):
             value = self.construct(node)
             if value is not None:
-                self.error(node, f"'selector' must be a mapping, not {_describe(value)}")
+                self.error(node, f"'selector' must be a mapping, not {describe(value)}")
             return None
         fields = self.fields(node, SELECTOR_KEYS, "selector")
         labels: dict[str, str] = {}
@@ -707,7 +566,7 @@ class _Loader:
                     self.error(
                         value_node,
                         f"'matchLabels': value of {key!r} must be a string, not "
-                        f"{_describe(value)} (quote it)",
+                        f"{describe(value)} (quote it)",
                     )
                 else:
                     labels[key] = value
@@ -718,7 +577,7 @@ class _Loader:
                 value = self.construct(value_node)
                 if value is not None:
                     self.error(
-                        value_node, f"'matchExpressions' must be a list, not {_describe(value)}"
+                        value_node, f"'matchExpressions' must be a list, not {describe(value)}"
                     )
             else:
                 for item in value_node.value:
@@ -734,7 +593,7 @@ class _Loader:
             self.error(
                 node,
                 "'matchExpressions': each entry must be a mapping with key, operator and "
-                f"values, not {_describe(self.construct(node))}",
+                f"values, not {describe(self.construct(node))}",
             )
             return None
         fields = self.fields(node, EXPRESSION_KEYS, "matchExpressions entry")
@@ -783,7 +642,7 @@ class _Loader:
             self.error(
                 node,
                 "'finalizer' must be a mapping with 'name' and a 'role', 'playbook' or "
-                f"'vars', not {_describe(value)}",
+                f"'vars', not {describe(value)}",
             )
             return None
         fields = self.fields(node, FINALIZER_KEYS, "finalizer")
@@ -792,15 +651,7 @@ class _Loader:
             self.error(node, "finalizer: 'name' is required")
         else:
             name = self.string(fields["name"][1], "name")
-        role = playbook = None
-        if "playbook" in fields:
-            text = self.string(fields["playbook"][1], "playbook")
-            if text is not None:
-                playbook = self.resolve_playbook(fields["playbook"][1], text, "finalizer.playbook")
-        elif "role" in fields:
-            text = self.string(fields["role"][1], "role")
-            if text is not None:
-                role = self.resolve_role(fields["role"][1], text, "finalizer.role")
+        role, playbook = self.target(fields, "finalizer.")
         finalizer_vars: dict[str, Any] = {}
         if "vars" in fields:
             finalizer_vars = self.mapping(fields["vars"][1], "vars") or {}

@@ -406,6 +406,24 @@ def test_finalizer_with_playbook(tmp_path: Path) -> None:
     assert watch.finalizer.vars == {"x": 1}
 
 
+def test_a_playbook_wins_and_the_role_beside_it_is_not_looked_up(tmp_path: Path) -> None:
+    (tmp_path / "site.yml").write_text("- hosts: localhost\n")
+    fin = "  finalizer:\n    name: fin\n    playbook: site.yml\n    role: nope\n"
+    [watch] = load(tmp_path, BASIC.replace("role: app", "role: nope\n  playbook: site.yml") + fin)
+    assert watch.playbook == watch.finalizer.playbook == (tmp_path / "site.yml").resolve()
+    assert watch.role is None and watch.finalizer.role is None
+
+
+def test_finalizer_missing_playbook_names_the_finalizer_key(tmp_path: Path) -> None:
+    message = errors(tmp_path, BASIC + "  finalizer:\n    name: fin\n    playbook: gone.yml\n")
+    assert "watches.yaml:7: 'finalizer.playbook': playbook 'gone.yml' not found" in message
+
+
+def test_verbosity_comes_from_the_environment_only(tmp_path: Path) -> None:
+    message = errors(tmp_path, BASIC + "  ansibleVerbosity: 3\n")
+    assert "watches.yaml:5: unknown key 'ansibleVerbosity'" in message
+
+
 def test_finalizer_errors(tmp_path: Path) -> None:
     message = errors(tmp_path, BASIC + "  finalizer:\n    role: nope\n    nmae: x\n")
     assert "watches.yaml:6: finalizer: 'name' is required" in message
