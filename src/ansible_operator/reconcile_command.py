@@ -31,7 +31,9 @@ from ansible_operator.kube.config import KubeConfigError
 from ansible_operator.kube.discovery import Resource, RestMapper
 from ansible_operator.metrics import Metrics
 from ansible_operator.proxy.server import ApiProxy
+from ansible_operator.runner.process import RunResult
 from ansible_operator.runner.receiver import EventReceiver
+from ansible_operator.runner.run import AnsibleRunner, Runner, RunRequest
 from ansible_operator.watches import Watch, WatchesError, load_watches, templated_cluster_data
 
 FIELD_MANAGER = "ansible-operator-reconcile"
@@ -39,6 +41,19 @@ FIELD_MANAGER = "ansible-operator-reconcile"
 
 class ReconcileError(Exception):
     """Something the user must fix before a reconcile can run; the message says what."""
+
+
+class RecordedRuns:
+    """Runs through `runner` and keeps every result: the command reports the run."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+        self.results: list[RunResult] = []
+
+    async def run(self, request: RunRequest) -> RunResult:
+        result = await self.runner.run(request)
+        self.results.append(result)
+        return result
 
 
 class OneObject:
@@ -174,18 +189,21 @@ async def reconcile_once(args: argparse.Namespace) -> int:
             proxy = ApiProxy(config, mapper, port=0)
             await proxy.start()
             await receiver.start()
+            metrics = Metrics()
             try:
-                shared = Shared(
-                    api=api,
-                    options=options,
-                    receiver=receiver,
-                    metrics=Metrics(),
-                    access=proxy,
-                    run_slots=asyncio.Semaphore(1),
-                    runner_root=Path(scratch) / "runs",
-                    live_output=lambda text: print(text, flush=True),
+                runs = RecordedRuns(
+                    AnsibleRunner(
+                        options=options,
+                        receiver=receiver,
+                        access=proxy,
+                        runner_root=Path(scratch) / "runs",
+                        run_slots=asyncio.Semaphore(1),
+                        metrics=metrics,
+                        live_output=lambda text: print(text, flush=True),
+                    )
                 )
-                controller = WatchController(watch, resource, OneObject(obj), shared)  # type: ignore[arg-type]
+                shared = Shared(api=api, options=options, metrics=metrics, runner=runs)
+                controller = WatchController(watch, resource, OneObject(obj), shared)
                 metadata = obj["metadata"]
                 await controller.reconcile(
                     ObjectKey(metadata.get("namespace") or "", metadata["name"])
@@ -193,7 +211,7 @@ async def reconcile_once(args: argparse.Namespace) -> int:
             finally:
                 await receiver.stop()
                 await proxy.stop()
-            result = controller.last_result
+            result = runs.results[-1] if runs.results else None
             print()
             if not args.check:
                 try:

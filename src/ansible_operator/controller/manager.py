@@ -37,6 +37,7 @@ from ansible_operator.metrics import Metrics
 from ansible_operator.proxy.server import ApiProxy
 from ansible_operator.runner import cgroups
 from ansible_operator.runner.receiver import EventReceiver
+from ansible_operator.runner.run import AnsibleRunner
 from ansible_operator.runner.warm import WarmProcesses, ansible_environment, start_warm_processes
 from ansible_operator.watches import Watch
 
@@ -216,18 +217,17 @@ class Manager:
                     on_cache_hit=self.metrics.proxy_cache_hits.inc,
                 )
                 await self.proxy.start()
-                shared = Shared(
-                    api=api,
+                runner = AnsibleRunner(
                     options=self.options,
                     receiver=receiver,
-                    metrics=self.metrics,
                     access=self.proxy,
-                    run_slots=asyncio.Semaphore(self._global_cap()),
                     runner_root=runner_root,
-                    interpreter=self._warm.interpreter if self._warm else None,
-                    warm_runner=self._warm.run_socket if self._warm else None,
+                    run_slots=asyncio.Semaphore(self._global_cap()),
+                    metrics=self.metrics,
+                    warm=self._warm,
                     run_groups=self._run_groups or None,
                 )
+                shared = Shared(api=api, options=self.options, metrics=self.metrics, runner=runner)
                 await self._start_controllers(api, shared)
                 self.ready = True
                 log.info(
@@ -320,10 +320,11 @@ class Manager:
     ) -> None:
         assert self.hub is not None
         controller = WatchController(watch, resource, None, shared)  # type: ignore[arg-type]
-        controller.informer = await self.hub.add_primary(controller)
+        informer = await self.hub.add_primary(controller)
+        controller.informer = informer
         self.controllers.append(controller)
         if wait:
-            await controller.informer.wait_synced()
+            await informer.wait_synced()
             controller.start()
 
     async def _shutdown(self, grace: float) -> None:

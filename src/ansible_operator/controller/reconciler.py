@@ -13,10 +13,9 @@ import contextlib
 import copy
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ansible_operator import params
 from ansible_operator.controller import conditions
@@ -29,17 +28,9 @@ from ansible_operator.controller.queue import ShutDown, WorkQueue
 from ansible_operator.controller.status import ObjectGone, write_conditions
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.kube.discovery import Resource
-from ansible_operator.kube.informer import Informer
 from ansible_operator.metrics import Metrics
-from ansible_operator.runner import rundir
-from ansible_operator.runner.access import AccessProvider, Owner
-from ansible_operator.runner.cgroups import RunGroups
-from ansible_operator.runner.event_plugin import SOCKET_ENV, TOKEN_ENV
-from ansible_operator.runner.events import RunSummary
-from ansible_operator.runner.process import RunResult, RunSpec, execute
-from ansible_operator.runner.receiver import EventReceiver
-from ansible_operator.runner.tasklog import TaskLogger
-from ansible_operator.runner.warm import ansible_environment
+from ansible_operator.runner.process import RunResult
+from ansible_operator.runner.run import Runner, RunRequest, object_fields
 from ansible_operator.watches import Watch
 
 log = logging.getLogger("ansible_operator.controller")
@@ -51,21 +42,21 @@ class ObjectKey:
     name: str
 
 
+class ObjectReader(Protocol):
+    """Where a controller reads the objects it reconciles: its informer's
+    cache, or the one object of `ansible-operator reconcile`."""
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None: ...
+
+
 @dataclass
 class Shared:
     """What every watch's controller shares."""
 
     api: ApiClient
     options: OperatorOptions
-    receiver: EventReceiver
     metrics: Metrics
-    access: AccessProvider
-    run_slots: asyncio.Semaphore  # the global cap on concurrent Ansible runs
-    runner_root: Path
-    live_output: Callable[[str], None] | None = None  # `reconcile`: Ansible's own output
-    interpreter: Path | None = None  # warm runner mode: the module interpreter shim
-    warm_runner: Path | None = None  # warm runner mode: the socket runs are forked through
-    run_groups: RunGroups | None = None  # where runs get cgroups (None: not on this host)
+    runner: Runner  # does the Ansible runs (runner/run.py)
 
 
 @dataclass
@@ -77,25 +68,8 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
 
 
-def _credentials(kubeconfig: Mapping[str, Any] | None) -> list[str]:
-    """The secrets of a run's kubeconfig: never shown, should a role print them."""
-    found = []
-    for user in (kubeconfig or {}).get("users") or []:
-        settings = (user or {}).get("user") or {}
-        found += [str(settings[key]) for key in ("token", "password") if settings.get(key)]
-    return found
-
-
-def fields(obj: Mapping[str, Any]) -> str:
-    metadata = obj.get("metadata") or {}
-    return (
-        f"kind={obj.get('kind')} namespace={metadata.get('namespace') or ''} "
-        f"name={metadata.get('name')}"
-    )
-
-
 class WatchController:
-    def __init__(self, watch: Watch, resource: Resource, informer: Informer, shared: Shared):
+    def __init__(self, watch: Watch, resource: Resource, informer: ObjectReader, shared: Shared):
         self.watch = watch
         self.resource = resource
         self.informer = informer
@@ -106,7 +80,6 @@ class WatchController:
         self._tasks: list[asyncio.Task[None]] = []
         self._in_flight: set[ObjectKey] = set()
         self._warned: dict[ObjectKey, tuple[str, ...]] = {}  # annotation warnings already sent
-        self.last_result: RunResult | None = None
 
     @property
     def writes_status(self) -> bool:
@@ -273,8 +246,14 @@ class WatchController:
                 return Outcome()
 
         try:
-            result = await self._run(
-                obj, deleting, settings.verbosity, settings.max_runner_artifacts
+            result = await self.shared.runner.run(
+                RunRequest(
+                    watch=self.watch,
+                    obj=obj,
+                    deleting=deleting,
+                    verbosity=settings.verbosity,
+                    keep_artifacts=settings.max_runner_artifacts,
+                )
             )
         except asyncio.CancelledError:
             # Shutdown killed the run: say so, rather than leave the object Running.
@@ -283,7 +262,9 @@ class WatchController:
 
         if deleting and finalizer is not None and result.succeeded and not self.dry_run:
             log.info(
-                "finalizer run succeeded, removing finalizer %s %s", finalizer.name, fields(obj)
+                "finalizer run succeeded, removing finalizer %s %s",
+                finalizer.name,
+                object_fields(obj),
             )
             remaining = await remove_finalizer(self.shared.api, self.resource, obj, finalizer.name)
             if remaining is None or not (remaining.get("metadata") or {}).get("deletionTimestamp"):
@@ -291,146 +272,6 @@ class WatchController:
             obj = remaining
 
         return await self._report(obj, result, settings.reconcile_period)
-
-    # ----- the run -----------------------------------------------------------
-    async def _run(
-        self,
-        obj: dict[str, Any],
-        deleting: bool,
-        verbosity: int | None,
-        keep_artifacts: int | None,
-    ) -> RunResult:
-        watch, options = self.watch, self.shared.options
-        metadata = obj["metadata"]
-        finalizer = watch.finalizer if deleting else None
-        role, playbook = watch.role, watch.playbook
-        if finalizer is not None and (finalizer.role or finalizer.playbook):
-            role, playbook = finalizer.role, finalizer.playbook
-        extravars = params.build_extravars(
-            obj,
-            group=watch.gvk.group,
-            kind=watch.gvk.kind,
-            snake_case=watch.snake_case_parameters,
-            unsafe=watch.mark_unsafe,
-            watch_vars=watch.vars,
-            finalizer_vars=finalizer.vars if finalizer is not None else None,
-        )
-        owner = Owner(
-            group=watch.gvk.group,
-            version=watch.gvk.version,
-            kind=watch.gvk.kind,
-            namespace=metadata.get("namespace") or "",
-            name=metadata["name"],
-            uid=metadata.get("uid", ""),
-        )
-        summary = RunSummary()
-        task_log = TaskLogger(
-            options.ansible_log_events,
-            fields(obj),
-            ansible_output=options.ansible_debug_logs,
-            redactor=summary.redactor,
-        )
-
-        live_output = self.shared.live_output
-
-        def on_event(event: dict[str, Any]) -> None:
-            summary.add(event)
-            task_log.handle(event)
-            if live_output is not None and event.get("stdout"):
-                live_output(summary.redactor.stdout(event))
-
-        access = self.shared.access.grant(owner)
-        for credential in _credentials(access.kubeconfig):
-            summary.redactor.add(credential)
-        channel = self.shared.receiver.open_channel(on_event, label=owner.describe())
-        directory = rundir.object_dir(
-            self.shared.runner_root,
-            watch.gvk.group,
-            watch.gvk.version,
-            watch.gvk.kind,
-            owner.namespace,
-            owner.name,
-        )
-        ansible_args = options.ansible_args
-        if options.check_mode:
-            ansible_args = f"{ansible_args} --check --diff".strip()
-        run_dir = rundir.prepare(
-            directory,
-            extravars=extravars,
-            envvars=access.env,
-            kubeconfig=access.kubeconfig,
-            ansible_args=ansible_args,
-            inventory=options.inventory,
-            interpreter=self.shared.interpreter,
-            private=rundir.private_root(self.shared.runner_root),
-        )
-        keep = keep_artifacts if keep_artifacts is not None else watch.max_runner_artifacts
-        spec = RunSpec(
-            run_dir=run_dir,
-            role=role,
-            playbook=playbook,
-            verbosity=verbosity
-            if verbosity is not None
-            else (
-                watch.ansible_verbosity
-                if watch.ansible_verbosity is not None
-                else options.ansible_verbosity
-            ),
-            timeout=watch.run_timeout or options.run_timeout,
-            keep_artifacts=max(keep, 1),
-            skip_facts=options.skip_facts,
-            env=self._run_env(channel.token),
-            max_output=options.max_run_output,
-            memory_limit=options.run_memory_limit,
-        )
-        in_flight = self.shared.metrics.runs_in_flight.labels(self.gvk_label)
-        try:
-            async with self.shared.run_slots:
-                in_flight.inc()
-                try:
-                    log.info("run started %s run=%s", fields(obj), spec.ident)
-                    result = await execute(
-                        spec,
-                        summary,
-                        warm_runner=self.shared.warm_runner,
-                        groups=self.shared.run_groups,
-                    )
-                finally:
-                    in_flight.dec()
-        finally:
-            self.shared.receiver.close_channel(channel)
-            access.revoke()
-            rundir.remove_secrets(run_dir)
-            if keep == 0:
-                rundir.rotate_artifacts(run_dir, 0)
-        self.last_result = result
-        outcome = "succeeded" if result.succeeded else "failed"
-        self.shared.metrics.run_duration.labels(self.gvk_label, outcome).observe(result.duration)
-        stats = result.summary.stats
-        log.info(
-            "run %s %s run=%s duration=%.2fs ok=%s changed=%s failures=%s artifacts=%s",
-            outcome,
-            fields(obj),
-            spec.ident,
-            result.duration,
-            stats.ok if stats else "-",
-            stats.changed if stats else "-",
-            stats.failures if stats else "-",
-            run_dir.artifacts / spec.ident,
-        )
-        return result
-
-    def _run_env(self, token: str) -> dict[str, str]:
-        options = self.shared.options
-        return {
-            SOCKET_ENV: str(self.shared.receiver.socket_path),
-            TOKEN_ENV: token,
-            **ansible_environment(
-                roles_path=options.ansible_roles_path,
-                collections_path=options.ansible_collections_path,
-                pipelining=self.shared.interpreter is not None,
-            ),
-        }
 
     # ----- reporting ---------------------------------------------------------
     async def _report(
@@ -485,7 +326,7 @@ class WatchController:
         reason: str,
         ansible_result: conditions.AnsibleResult | None = None,
     ) -> None:
-        log.error("reconcile failed %s reason=%s message=%r", fields(obj), reason, message)
+        log.error("reconcile failed %s reason=%s message=%r", object_fields(obj), reason, message)
         if self.writes_status:
             with contextlib.suppress(ObjectGone):
                 await self._write_status(
@@ -501,7 +342,7 @@ class WatchController:
 
     async def _interrupted(self, obj: dict[str, Any]) -> None:
         message = "the operator stopped during this run; it runs again when the operator starts"
-        log.warning("run interrupted %s", fields(obj))
+        log.warning("run interrupted %s", object_fields(obj))
         if self.writes_status:
             with contextlib.suppress(ObjectGone, ApiError, OSError):
                 await asyncio.wait_for(

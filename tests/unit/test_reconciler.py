@@ -1,0 +1,303 @@
+"""One object's reconcile, as the user sees it in the object's status, its
+finalizers, its Events and when it is reconciled again; Ansible is the fake
+runner (runner/fake.py) and the API an in-memory store."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ansible_operator.controller.options import OperatorOptions
+from ansible_operator.controller.reconciler import ObjectKey, Outcome, Shared, WatchController
+from ansible_operator.kube.client import ApiError
+from ansible_operator.kube.discovery import Resource
+from ansible_operator.metrics import Metrics
+from ansible_operator.runner import fake
+from ansible_operator.runner.fake import FakeRunner
+from ansible_operator.watches import GVK, Finalizer, Watch
+
+MEMCACHED = Resource(
+    "cache.example.com",
+    "v1alpha1",
+    "Memcached",
+    "memcacheds",
+    True,
+    subresources=frozenset({"status"}),
+)
+FINALIZER = "cache.example.com/finalizer"
+KEY = ObjectKey("team", "mc")
+
+
+class MemoryApi:
+    """The calls a reconcile makes (get, merge patch with resourceVersion
+    preconditions, create), on objects in memory. Every status written and
+    every Event created is kept, in order."""
+
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str | None, str], dict[str, Any]] = {}
+        self.statuses: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        self._version = 0
+
+    def put(self, resource: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+        self._version += 1
+        obj["metadata"]["resourceVersion"] = str(self._version)
+        metadata = obj["metadata"]
+        self.objects[(resource.plural, metadata.get("namespace"), metadata["name"])] = obj
+        return copy.deepcopy(obj)
+
+    async def get(self, resource: Resource, name: str, namespace: str | None) -> dict[str, Any]:
+        found = self.objects.get((resource.plural, namespace, name))
+        if found is None:
+            raise ApiError(404, "NotFound", f"{resource.plural} {name} not found")
+        return copy.deepcopy(found)
+
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: dict[str, Any],
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        patch_type: str = "merge",
+    ) -> dict[str, Any]:
+        key = (resource.plural, namespace, name)
+        current = self.objects.get(key)
+        if current is None:
+            raise ApiError(404, "NotFound", f"{resource.plural} {name} not found")
+        metadata = patch.get("metadata") or {}
+        if metadata.get("resourceVersion") not in (None, current["metadata"]["resourceVersion"]):
+            raise ApiError(409, "Conflict", "the object has been modified")
+        updated = copy.deepcopy(current)
+        if subresource == "status":
+            updated["status"] = copy.deepcopy(patch["status"])
+            self.statuses.append(copy.deepcopy(patch["status"]))
+        elif "finalizers" in metadata:
+            updated["metadata"]["finalizers"] = list(metadata["finalizers"])
+        written = self.put(resource, updated)
+        if updated["metadata"].get("deletionTimestamp") and not updated["metadata"]["finalizers"]:
+            del self.objects[key]  # its last finalizer went: the API server deletes it
+        return written
+
+    async def create(
+        self, resource: Resource, body: dict[str, Any], *, namespace: str | None = None
+    ) -> dict[str, Any]:
+        self.events.append(body)
+        return body
+
+
+class StoreReader:
+    """The informer's cache: what the store holds."""
+
+    def __init__(self, api: MemoryApi) -> None:
+        self.api = api
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        found = self.api.objects.get((MEMCACHED.plural, namespace, name))
+        return copy.deepcopy(found) if found is not None else None
+
+
+def memcached(**annotations: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "cache.example.com/v1alpha1",
+        "kind": "Memcached",
+        "metadata": {
+            "name": KEY.name,
+            "namespace": KEY.namespace,
+            "uid": "1234",
+            "generation": 3,
+            "annotations": annotations,
+        },
+        "spec": {"size": 2},
+    }
+
+
+def make_watch(**settings: Any) -> Watch:
+    return Watch(
+        gvk=GVK("cache.example.com", "v1alpha1", "Memcached"),
+        role=Path("roles/memcached"),
+        playbook=None,
+        vars={},
+        **settings,
+    )
+
+
+class Setup:
+    def __init__(self, runner: FakeRunner, watch: Watch, obj: dict[str, Any]) -> None:
+        self.api = MemoryApi()
+        self.api.put(MEMCACHED, obj)
+        self.runner = runner
+        self.options = OperatorOptions(reconcile_period=36000.0)
+        shared = Shared(
+            api=self.api,  # type: ignore[arg-type]
+            options=self.options,
+            metrics=Metrics(),
+            runner=runner,
+        )
+        self.controller = WatchController(watch, MEMCACHED, StoreReader(self.api), shared)
+
+    async def reconcile(self) -> Outcome:
+        return await self.controller.reconcile(KEY)
+
+    def stored(self) -> dict[str, Any] | None:
+        return self.api.objects.get((MEMCACHED.plural, KEY.namespace, KEY.name))
+
+    def conditions(self) -> dict[str, dict[str, Any]]:
+        stored = self.stored()
+        assert stored is not None
+        return {c["type"]: c for c in stored["status"]["conditions"]}
+
+
+def condition_states(status: dict[str, Any]) -> dict[str, str]:
+    return {c["type"]: c["status"] for c in status["conditions"]}
+
+
+async def test_a_successful_run_goes_running_then_successful_with_its_results() -> None:
+    setup = Setup(FakeRunner(fake.succeeded(ok=4, changed=1)), make_watch(), memcached())
+
+    outcome = await setup.reconcile()
+
+    first, last = setup.api.statuses[0], setup.api.statuses[-1]
+    assert condition_states(first) == {"Running": "True"}
+    assert "observedGeneration" not in first  # the outcome is not known yet
+    assert condition_states(last) == {"Running": "False", "Successful": "True", "Failure": "False"}
+    assert last["observedGeneration"] == 3
+    result = setup.conditions()["Successful"]["ansibleResult"]
+    assert (result["ok"], result["changed"], result["failures"]) == (4, 1, 0)
+    assert outcome == Outcome(requeue_after=36000.0)
+    assert len(setup.runner.seen) == 1 and not setup.runner.seen[0].request.deleting
+
+
+async def test_a_failed_run_sets_failure_with_the_task_message_and_backs_off() -> None:
+    runner = FakeRunner(fake.failed("install", "package memcached not found"))
+    setup = Setup(runner, make_watch(), memcached())
+
+    outcome = await setup.reconcile()
+
+    failure = setup.conditions()["Failure"]
+    assert failure["status"] == "True"
+    assert failure["reason"] == "Failed"
+    assert failure["message"] == "package memcached not found"
+    assert failure["ansibleResult"]["failures"] == 1
+    assert setup.stored()["status"]["observedGeneration"] == 3  # type: ignore[index]
+    assert [(e["reason"], e["type"]) for e in setup.api.events] == [("Failed", "Warning")]
+    assert outcome.retry and outcome.requeue_after is None
+
+
+async def test_a_run_that_reports_no_stats_is_a_failure_with_its_reason() -> None:
+    runner = FakeRunner(fake.without_stats("ansible-runner: no such role memcached"))
+    setup = Setup(runner, make_watch(), memcached())
+
+    outcome = await setup.reconcile()
+
+    failure = setup.conditions()["Failure"]
+    assert failure["status"] == "True"
+    assert "no such role memcached" in failure["message"]
+    assert "ansibleResult" not in failure
+    assert setup.conditions()["Successful"]["status"] != "True"
+    assert outcome.retry
+
+
+async def test_a_later_success_says_so_in_an_event() -> None:
+    runner = FakeRunner(fake.failed("install", "boom"), fake.succeeded())
+    setup = Setup(runner, make_watch(), memcached())
+    await setup.reconcile()
+    await setup.reconcile()
+    assert [e["reason"] for e in setup.api.events] == ["Failed", "ReconcileSucceeded"]
+    assert setup.conditions()["Failure"]["status"] == "False"
+
+
+@pytest.mark.parametrize(
+    ("run", "watch_period", "annotation", "expected"),
+    [
+        (fake.succeeded(fake.requeue_after("30s")), 600.0, "2m", Outcome(requeue_after=30.0)),
+        (fake.succeeded(), 600.0, "2m", Outcome(requeue_after=120.0)),
+        (fake.succeeded(), 600.0, None, Outcome(requeue_after=600.0)),
+        (fake.succeeded(), None, None, Outcome(requeue_after=36000.0)),
+        (fake.failed("t", "boom", fake.requeue_after("45s")), 600.0, None, Outcome(45.0)),
+        (fake.failed("t", "boom"), 600.0, "2m", Outcome(retry=True)),
+    ],
+    ids=[
+        "requeue_after wins",
+        "annotation period",
+        "watch period",
+        "operator period",
+        "failure with requeue_after",
+        "failure backs off",
+    ],
+)
+async def test_when_the_object_is_reconciled_again(
+    run: fake.FakeRun,
+    watch_period: float | None,
+    annotation: str | None,
+    expected: Outcome,
+) -> None:
+    annotations = {"ansible.sdk.operatorframework.io/reconcile-period": annotation}
+    obj = memcached(**{k: v for k, v in annotations.items() if v is not None})
+    setup = Setup(FakeRunner(run), make_watch(reconcile_period=watch_period), obj)
+    assert await setup.reconcile() == expected
+
+
+async def test_the_finalizer_is_added_before_a_run_and_removed_after_a_finalizer_run() -> None:
+    watch = make_watch(finalizer=Finalizer(FINALIZER, vars={"state": "absent"}))
+    runner = FakeRunner(fake.succeeded(), fake.succeeded())
+    setup = Setup(runner, watch, memcached())
+
+    await setup.reconcile()
+    stored = setup.stored()
+    assert stored is not None and stored["metadata"]["finalizers"] == [FINALIZER]
+    assert runner.seen[0].obj["metadata"]["finalizers"] == [FINALIZER]  # added before the run
+
+    stored["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"  # kubectl delete
+    await setup.reconcile()
+
+    assert runner.seen[1].request.deleting
+    assert setup.stored() is None  # finalizer gone: the object with it
+
+
+async def test_a_failed_finalizer_run_keeps_the_finalizer() -> None:
+    watch = make_watch(finalizer=Finalizer(FINALIZER))
+    setup = Setup(FakeRunner(fake.failed("cleanup", "backup unreachable")), watch, memcached())
+    obj = setup.stored()
+    assert obj is not None
+    obj["metadata"]["finalizers"] = [FINALIZER]
+    obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+
+    outcome = await setup.reconcile()
+
+    assert setup.stored()["metadata"]["finalizers"] == [FINALIZER]  # type: ignore[index]
+    assert setup.conditions()["Failure"]["message"] == "backup unreachable"
+    assert outcome.retry
+
+
+async def test_a_deleted_object_without_our_finalizer_is_not_run() -> None:
+    setup = Setup(FakeRunner(), make_watch(finalizer=Finalizer(FINALIZER)), memcached())
+    setup.stored()["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"  # type: ignore[index]
+    assert await setup.reconcile() == Outcome()
+    assert setup.runner.seen == []
+
+
+async def test_the_objects_own_settings_reach_the_runner() -> None:
+    obj = memcached(
+        **{
+            "ansible.sdk.operatorframework.io/verbosity": "4",
+            "ansible.sdk.operatorframework.io/max-runner-artifacts": "3",
+        }
+    )
+    setup = Setup(FakeRunner(), make_watch(), obj)
+    await setup.reconcile()
+    request = setup.runner.seen[0].request
+    assert (request.verbosity, request.keep_artifacts) == (4, 3)
+    assert request.watch.gvk.kind == "Memcached"
+
+
+async def test_check_mode_runs_but_writes_nothing() -> None:
+    setup = Setup(FakeRunner(fake.failed("t", "would fail")), make_watch(), memcached())
+    setup.options.check_mode = True
+    await setup.reconcile()
+    assert len(setup.runner.seen) == 1
+    assert setup.api.statuses == [] and setup.api.events == []
