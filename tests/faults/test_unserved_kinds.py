@@ -18,7 +18,7 @@ from faultops import OPERATOR, StartOperator, converged, create
 from kubernetes import client
 
 from ansible_operator.cluster import Cluster
-from ansible_operator.testing.manifests import apply_manifests
+from ansible_operator.testing.manifests import apply_manifests, schemaless_crd
 from ansible_operator.testing.waiting import wait_for_condition
 
 pytestmark = pytest.mark.cluster
@@ -32,30 +32,7 @@ MOST_LOOKS = 5
 
 
 def late_crd(group: str) -> dict[str, object]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"lates.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"plural": "lates", "singular": "late", "kind": "Late"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    return schemaless_crd(group, "Late", "lates")
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import yaml
 from kubernetes import client
 
 from ansible_operator.cluster import Cluster
-from ansible_operator.testing.manifests import apply_manifests
+from ansible_operator.testing.manifests import apply_manifests, schemaless_crd
 from ansible_operator.testing.operator import OperatorProcess
 from ansible_operator.testing.reading import config_map
 from ansible_operator.testing.waiting import eventually, wait_for_condition
@@ -29,30 +29,7 @@ GROUP, VERSION = "osdk.example.com", "v1alpha1"
 BIN = Path(sys.executable).parent
 
 CRDS = [
-    {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "scope": "Namespaced",
-            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
-            "versions": [
-                {
-                    "name": VERSION,
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    schemaless_crd(GROUP, kind, plural, version=VERSION)
     for kind, plural in (("Memcached", "memcacheds"), ("Probe", "probes"))
 ]
 

@@ -22,7 +22,7 @@ from ansible_operator.kube.discovery import Resource, RestMapper
 from ansible_operator.kube.informer import Informer
 from ansible_operator.proxy.server import ApiProxy
 from ansible_operator.runner.access import Owner
-from ansible_operator.testing.manifests import apply_manifests
+from ansible_operator.testing.manifests import apply_manifests, schemaless_crd
 
 pytestmark = pytest.mark.cluster
 
@@ -335,34 +335,7 @@ async def test_a_crd_created_a_moment_ago_works_at_once(
 ) -> None:
     plural = f"gadgets{uuid.uuid4().hex[:6]}"
     group = "proxy.test.example.com"
-    apply_manifests(
-        kube_api,
-        json.dumps(
-            {
-                "apiVersion": "apiextensions.k8s.io/v1",
-                "kind": "CustomResourceDefinition",
-                "metadata": {"name": f"{plural}.{group}"},
-                "spec": {
-                    "group": group,
-                    "scope": "Namespaced",
-                    "names": {"plural": plural, "kind": "Gadget" + plural[7:]},
-                    "versions": [
-                        {
-                            "name": "v1",
-                            "served": True,
-                            "storage": True,
-                            "schema": {
-                                "openAPIV3Schema": {
-                                    "type": "object",
-                                    "x-kubernetes-preserve-unknown-fields": True,
-                                }
-                            },
-                        }
-                    ],
-                },
-            }
-        ),
-    )
+    apply_manifests(kube_api, json.dumps(schemaless_crd(group, "Gadget" + plural[7:], plural)))
     try:
         status, _, body = await request(
             "POST",

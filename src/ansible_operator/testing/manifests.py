@@ -18,6 +18,42 @@ def documents(source: str | Path) -> list[dict[str, Any]]:
     return [doc for doc in yaml.safe_load_all(text) if doc]
 
 
+def schemaless_crd(
+    group: str,
+    kind: str,
+    plural: str,
+    *,
+    version: str = "v1",
+    scope: str = "Namespaced",
+) -> dict[str, Any]:
+    """A CRD for `kind` that takes any spec and status (with a status
+    subresource): the quickest real kind for a test's watches.yaml."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "scope": scope,
+            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+            "versions": [
+                {
+                    "name": version,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
 def apply_manifests(
     api: client.ApiClient,
     source: str | Path,
