@@ -264,6 +264,23 @@ class ImageBuilder:
         return self.image(SAMPLES)
 
     @_exclusive
+    def project(self, name: str, context: Path) -> Image:
+        """An operator project's image: the Dockerfile in `context` as it is,
+        FROM `operator` (buildah's `--from` replaces its FROM line). Keyed by
+        the project's files; no layer reuse, since a RUN step may fetch what
+        they do not show (`ansible-galaxy collection install`)."""
+        parent = self.operator().key
+        parts: list[str | bytes] = []
+        for path in source_files(context):
+            mode = path.stat().st_mode & 0o777
+            parts += [str(path.relative_to(context)), str(mode), path.read_bytes()]
+        key = _digest(RECIPE_VERSION, name, parent, *parts)
+        if not self._fresh(name, key):
+            dockerfile = str(context / "Dockerfile")
+            self._build(name, key, context, "-f", dockerfile, "--from", OPERATOR, "--no-cache")
+        return self.image(name)
+
+    @_exclusive
     def memcached(self) -> Image:
         self._from_text(MEMCACHED, MEMCACHED_CONTAINERFILE, parent=self.debian())
         return self.image(MEMCACHED)
