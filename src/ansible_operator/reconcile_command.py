@@ -24,12 +24,13 @@ import yaml
 
 from ansible_operator import logs
 from ansible_operator.cluster import connect_config
-from ansible_operator.controller.options import OperatorOptions, facts_skipped
 from ansible_operator.controller.reconciler import ObjectKey, Shared, WatchController
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.kube.config import KubeConfigError
-from ansible_operator.kube.discovery import Resource, RestMapper
+from ansible_operator.kube.discovery import RestMapper
+from ansible_operator.kube.types import Resource
 from ansible_operator.metrics import Metrics
+from ansible_operator.options import OperatorOptions, facts_skipped
 from ansible_operator.proxy.server import ApiProxy
 from ansible_operator.runner.process import RunResult
 from ansible_operator.runner.receiver import EventReceiver

@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 from ansible_operator import logs
-from ansible_operator.controller.options import (
+from ansible_operator.durations import DurationError, parse_duration
+from ansible_operator.options import (
     DEFAULT_API_SERVER_LIVE_GRACE,
     DEFAULT_API_SERVER_READY_GRACE,
     DEFAULT_MAX_RUN_OUTPUT,
@@ -26,7 +27,6 @@ from ansible_operator.controller.options import (
     facts_skipped,
     unquoted,
 )
-from ansible_operator.durations import DurationError, parse_duration
 from ansible_operator.sizes import SizeError, parse_size
 
 log = logging.getLogger("ansible_operator")
@@ -292,6 +292,7 @@ def options_from(args: argparse.Namespace) -> OperatorOptions:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ansible_operator.cluster import connect_config
     from ansible_operator.controller.manager import Manager
     from ansible_operator.http_limits import raise_open_file_limit
     from ansible_operator.kube.config import KubeConfigError
@@ -319,7 +320,7 @@ def run(args: argparse.Namespace) -> int:
     for warning in templated_cluster_data(watches):
         log.warning("%s", warning)
     try:
-        return asyncio.run(Manager(watches, options).run())
+        return asyncio.run(Manager(watches, options, connect=connect_config).run())
     except KubeConfigError as error:
         print(f"ansible-operator: {error}", file=sys.stderr)
         return 2

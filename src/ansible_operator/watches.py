@@ -19,8 +19,9 @@ from typing import Any
 
 import yaml
 
-from ansible_operator.controller.annotations import MIN_RECONCILE_PERIOD
 from ansible_operator.kube.selectors import label_predicate
+from ansible_operator.kube.types import GVK
+from ansible_operator.options import MIN_RECONCILE_PERIOD
 from ansible_operator.watch_fields import (
     EnvOverride,
     NodeReader,
@@ -49,28 +50,6 @@ class WatchesError(Exception):
 
     def __str__(self) -> str:
         return "\n".join(self.problems)
-
-
-@dataclass(frozen=True)
-class GVK:
-    group: str
-    version: str
-    kind: str
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    @property
-    def env_suffix(self) -> str:
-        return f"{self.kind}_{self.group}".upper().replace(".", "_").replace("-", "_")
-
-    def __str__(self) -> str:
-        return (
-            f"{self.kind}.{self.group}/{self.version}"
-            if self.group
-            else (f"{self.kind}/{self.version}")
-        )
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,10 @@ from ansible_operator.cluster import Cluster
 from ansible_operator.controller.dependents import CachedKindView, SharedInformer
 from ansible_operator.kube.client import ApiClient
 from ansible_operator.kube.config import load_config
-from ansible_operator.kube.discovery import Resource, RestMapper
+from ansible_operator.kube.discovery import RestMapper
 from ansible_operator.kube.informer import Informer
+from ansible_operator.kube.types import Owner, Resource
 from ansible_operator.proxy.server import ApiProxy
-from ansible_operator.runner.access import Owner
 from ansible_operator.testing.manifests import apply_manifests, schemaless_crd
 
 pytestmark = pytest.mark.cluster

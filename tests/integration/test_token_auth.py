@@ -18,7 +18,7 @@ from kubernetes import client
 from ansible_operator.cluster import Cluster
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.kube.config import load_config
-from ansible_operator.kube.discovery import Resource
+from ansible_operator.kube.types import Resource
 from ansible_operator.testing.manifests import apply_manifests, documents
 from ansible_operator.testing.operator import OperatorProcess
 from ansible_operator.testing.waiting import eventually, wait_for_condition

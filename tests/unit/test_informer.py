@@ -9,8 +9,8 @@ from typing import Any
 
 from ansible_operator.kube import informer as informer_module
 from ansible_operator.kube.client import ApiError
-from ansible_operator.kube.discovery import Resource
 from ansible_operator.kube.informer import Informer
+from ansible_operator.kube.types import Resource
 
 CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps", True)
 

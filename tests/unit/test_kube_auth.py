@@ -17,7 +17,6 @@ import pytest
 import yaml
 from kubernetes import client as k8s_client
 
-from ansible_operator.cluster.pki import create_ca, issue_client_cert
 from ansible_operator.kube import config as config_module
 from ansible_operator.kube import credentials
 from ansible_operator.kube.config import (
@@ -26,6 +25,7 @@ from ansible_operator.kube.config import (
     in_cluster,
     load_config,
 )
+from ansible_operator.pki import create_ca, issue_client_cert
 
 SERVER = "https://127.0.0.1:6443"
 UTC = datetime.UTC

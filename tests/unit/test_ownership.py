@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from ansible_operator.kube.types import Owner
 from ansible_operator.proxy import ownership
-from ansible_operator.runner.access import Owner
 
 NAMESPACED = Owner("cache.example.com", "v1", "Memcached", "team", "mc", "uid-1")
 CLUSTER = Owner("example.com", "v1", "Platform", "", "p", "uid-2")

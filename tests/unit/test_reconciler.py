@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from ansible_operator.controller.options import OperatorOptions
 from ansible_operator.controller.reconciler import ObjectKey, Outcome, Shared, WatchController
 from ansible_operator.kube.client import ApiError
-from ansible_operator.kube.discovery import Resource
+from ansible_operator.kube.types import GVK, Resource
 from ansible_operator.metrics import Metrics
+from ansible_operator.options import OperatorOptions
 from ansible_operator.runner import fake
 from ansible_operator.runner.fake import FakeRunner
-from ansible_operator.watches import GVK, Finalizer, Watch
+from ansible_operator.watches import Finalizer, Watch
 
 MEMCACHED = Resource(
     "cache.example.com",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ansible_operator.collections import COLLECTIONS_PATH
-from ansible_operator.controller.options import facts_skipped, unquoted
+from ansible_operator.options import facts_skipped, unquoted
 from ansible_operator.runner import ansible_paths
 from ansible_operator.runner.warm import ansible_environment
 

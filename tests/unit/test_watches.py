@@ -2,7 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_operator.watches import GVK, LabelSelector, WatchesError, load_watches
+from ansible_operator.kube.types import GVK
+from ansible_operator.watches import LabelSelector, WatchesError, load_watches
 
 REPO_OPERATOR = Path(__file__).resolve().parents[1] / "operator"
 

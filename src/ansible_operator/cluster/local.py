@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ansible_operator.cluster import pki
+from ansible_operator import pki
 from ansible_operator.kube.kubeconfig import build_kubeconfig, write_kubeconfig
 
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager")

@@ -28,7 +28,8 @@ from pathlib import Path
 import yaml
 from kubernetes import client, config
 
-from ansible_operator.cluster import host, pki
+from ansible_operator import pki
+from ansible_operator.cluster import host
 from ansible_operator.cluster.build import cache_root
 from ansible_operator.cluster.images import Image, ImageBuilder
 from ansible_operator.cluster.local import (

@@ -16,17 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ansible_operator.durations import DurationError, parse_duration
+from ansible_operator.options import MIN_RECONCILE_PERIOD
 
 PREFIX = "ansible.sdk.operatorframework.io/"
 RECONCILE_PERIOD = PREFIX + "reconcile-period"
 VERBOSITY = PREFIX + "verbosity"
 MAX_RUNNER_ARTIFACTS = PREFIX + "max-runner-artifacts"
-# Seconds. Neither the reference nor controller-runtime nor kopf has a floor,
-# so an existing operator's short periods (a few seconds, to poll something
-# outside the cluster) must keep working; one second is far below any of
-# those, and above it an object costs at most about one run per second
-# instead of a worker's whole time.
-MIN_RECONCILE_PERIOD = 1.0
 
 log = logging.getLogger("ansible_operator.controller")
 

@@ -22,10 +22,9 @@ from typing import Any
 from ansible_operator.controller.predicates import dependent_update_matters
 from ansible_operator.controller.reconciler import ObjectKey, WatchController
 from ansible_operator.kube.client import ApiClient
-from ansible_operator.kube.discovery import Resource
 from ansible_operator.kube.informer import Informer
+from ansible_operator.kube.types import Owner, Resource
 from ansible_operator.proxy.ownership import owner_key_from
-from ansible_operator.runner.access import Owner
 
 log = logging.getLogger("ansible_operator.controller")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_operator.kube.client import ApiClient, ApiError
-from ansible_operator.kube.discovery import Resource
+from ansible_operator.kube.types import Resource
 
 CONFLICT_RETRIES = 8
 

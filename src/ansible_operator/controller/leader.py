@@ -16,7 +16,7 @@ import uuid
 from typing import Any
 
 from ansible_operator.kube.client import ApiClient, ApiError
-from ansible_operator.kube.discovery import Resource
+from ansible_operator.kube.types import Resource
 
 log = logging.getLogger("ansible_operator.leader")
 

@@ -13,11 +13,11 @@ import shutil
 import signal
 import ssl
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from aiohttp import web
 
-from ansible_operator.cluster import connect_config
 from ansible_operator.controller.api_health import ApiServerHealth
 from ansible_operator.controller.dependents import InformerHub
 from ansible_operator.controller.leader import LeaderElector
@@ -27,13 +27,15 @@ from ansible_operator.controller.metrics_auth import (
     needs_auth,
     server_tls,
 )
-from ansible_operator.controller.options import OperatorOptions
 from ansible_operator.controller.reconciler import Shared, WatchController
 from ansible_operator.controller.unserved import UnservedKinds
 from ansible_operator.http_limits import GuardedAppRunner
 from ansible_operator.kube.client import ApiClient
-from ansible_operator.kube.discovery import Resource, RestMapper
+from ansible_operator.kube.config import KubeConfig
+from ansible_operator.kube.discovery import RestMapper
+from ansible_operator.kube.types import Resource
 from ansible_operator.metrics import Metrics
+from ansible_operator.options import OperatorOptions
 from ansible_operator.proxy.server import ApiProxy
 from ansible_operator.runner import cgroups
 from ansible_operator.runner.receiver import EventReceiver
@@ -55,9 +57,17 @@ def parse_bind_address(address: str) -> tuple[str, int] | None:
 
 
 class Manager:
-    def __init__(self, watches: list[Watch], options: OperatorOptions) -> None:
+    def __init__(
+        self,
+        watches: list[Watch],
+        options: OperatorOptions,
+        connect: Callable[[str | None], KubeConfig],
+    ) -> None:
         self.watches = watches
         self.options = options
+        # The command chooses where the cluster comes from (cluster.connect_config
+        # may fall back to the local control plane); the runtime never imports it.
+        self.connect = connect
         self.metrics = Metrics()
         self.controllers: list[WatchController] = []
         self.hub: InformerHub | None = None
@@ -159,7 +169,7 @@ class Manager:
         for signum in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(signum, self.request_stop)
-        config = connect_config(self.options.kubeconfig)
+        config = self.connect(self.options.kubeconfig)
         # mkdtemp creates it 0700: the event socket inside is ours alone.
         scratch = Path(tempfile.mkdtemp(prefix="ansible-operator-"))
         runner_root = self.options.runner_dir or scratch / "runs"

@@ -22,13 +22,13 @@ from ansible_operator.controller import conditions
 from ansible_operator.controller.annotations import AnnotationError, object_settings
 from ansible_operator.controller.events import record_event
 from ansible_operator.controller.finalizers import add_finalizer, has_finalizer, remove_finalizer
-from ansible_operator.controller.options import OperatorOptions
 from ansible_operator.controller.predicates import primary_update_matters
 from ansible_operator.controller.queue import ShutDown, WorkQueue
 from ansible_operator.controller.status import ObjectGone, write_conditions
 from ansible_operator.kube.client import ApiClient, ApiError
-from ansible_operator.kube.discovery import Resource
+from ansible_operator.kube.types import Resource
 from ansible_operator.metrics import Metrics
+from ansible_operator.options import OperatorOptions
 from ansible_operator.runner.process import RunResult
 from ansible_operator.runner.run import Runner, RunRequest, object_fields
 from ansible_operator.watches import Watch

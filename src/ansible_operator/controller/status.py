@@ -9,7 +9,7 @@ from typing import Any
 
 from ansible_operator.controller.conditions import Condition, merge_conditions
 from ansible_operator.kube.client import ApiClient, ApiError
-from ansible_operator.kube.discovery import Resource
+from ansible_operator.kube.types import Resource
 
 log = logging.getLogger("ansible_operator.controller")
 

@@ -19,8 +19,8 @@ import aiohttp
 
 from ansible_operator import __version__
 from ansible_operator.kube.config import KubeConfig
-from ansible_operator.kube.discovery import Resource
 from ansible_operator.kube.reachability import Reachability
+from ansible_operator.kube.types import Resource
 from ansible_operator.kube.upstreams import Upstreams
 
 log = logging.getLogger("ansible_operator.kube")

@@ -16,8 +16,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from ansible_operator.kube.types import Resource
 
 if TYPE_CHECKING:
     from ansible_operator.kube.client import ApiClient
@@ -29,37 +30,6 @@ REFRESH_INTERVAL = 1.0  # at most one refresh a second, however many unknown kin
 
 class UnknownResource(LookupError):
     """The API server serves no such kind, even after a fresh discovery."""
-
-
-@dataclass(frozen=True)
-class Resource:
-    group: str
-    version: str
-    kind: str
-    plural: str
-    namespaced: bool
-    verbs: frozenset[str] = frozenset()
-    subresources: frozenset[str] = field(default_factory=frozenset)
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    def path(
-        self,
-        namespace: str | None = None,
-        name: str | None = None,
-        subresource: str | None = None,
-    ) -> str:
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if self.namespaced and namespace:
-            base += f"/namespaces/{namespace}"
-        base += f"/{self.plural}"
-        if name is not None:
-            base += f"/{name}"
-            if subresource:
-                base += f"/{subresource}"
-        return base
 
 
 def _resources(group: str, version: str, document: dict[str, Any]) -> list[Resource]:

@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ansible_operator.kube.client import ApiClient, ApiError
-from ansible_operator.kube.discovery import Resource
 from ansible_operator.kube.selectors import field_predicate, label_predicate
+from ansible_operator.kube.types import Resource
 
 log = logging.getLogger("ansible_operator.informer")
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ansible_operator.runner.access import Owner
+from ansible_operator.kube.types import Owner, group_of
 
 PRIMARY_RESOURCE = "operator-sdk/primary-resource"
 PRIMARY_RESOURCE_TYPE = "operator-sdk/primary-resource-type"
@@ -167,8 +167,7 @@ def owner_key_from(
     for reference in metadata.get("ownerReferences") or []:
         if not isinstance(reference, Mapping) or not reference.get("controller"):
             continue
-        api_version = str(reference.get("apiVersion", ""))
-        group = api_version.rpartition("/")[0] if "/" in api_version else ""
+        group = group_of(str(reference.get("apiVersion", "")))
         if reference.get("kind") == owner_kind and group == owner_group:
             namespace = metadata.get("namespace") or "" if owner_namespaced else ""
             return (namespace, str(reference.get("name")))

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+from ansible_operator.kube.types import api_version
+
 ENCODING_LAYERS = 4  # more layers of %-encoding than any client writes: refused
 
 
@@ -28,7 +30,7 @@ class ResourcePath:
 
     @property
     def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
+        return api_version(self.group, self.version)
 
 
 def parse_resource_path(path: str) -> ResourcePath | None:

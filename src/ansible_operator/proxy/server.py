@@ -30,9 +30,10 @@ from yarl import URL
 
 from ansible_operator.http_limits import GuardedAppRunner
 from ansible_operator.kube.config import KubeConfig
-from ansible_operator.kube.discovery import Resource, RestMapper
+from ansible_operator.kube.discovery import RestMapper
 from ansible_operator.kube.kubeconfig import build_kubeconfig
 from ansible_operator.kube.selectors import SelectorError
+from ansible_operator.kube.types import Owner, Resource
 from ansible_operator.kube.upstreams import Upstream, Upstreams
 from ansible_operator.proxy import ownership
 from ansible_operator.proxy.paths import (
@@ -41,7 +42,7 @@ from ansible_operator.proxy.paths import (
     decoded_path,
     parse_resource_path,
 )
-from ansible_operator.runner.access import Owner, RunAccess
+from ansible_operator.runner.access import RunAccess
 
 log = logging.getLogger("ansible_operator.proxy")
 

@@ -12,25 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-
-@dataclass(frozen=True)
-class Owner:
-    """The object a run works for."""
-
-    group: str
-    version: str
-    kind: str
-    namespace: str
-    name: str
-    uid: str
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    def describe(self) -> str:
-        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
-        return f"{self.kind} {where}"
+from ansible_operator.kube.types import Owner
 
 
 @dataclass

@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ansible_operator import params
-from ansible_operator.controller.options import OperatorOptions
+from ansible_operator.kube.types import Owner
 from ansible_operator.metrics import Metrics
+from ansible_operator.options import OperatorOptions
 from ansible_operator.runner import rundir
-from ansible_operator.runner.access import AccessProvider, Owner
+from ansible_operator.runner.access import AccessProvider
 from ansible_operator.runner.cgroups import RunGroups
 from ansible_operator.runner.event_plugin import SOCKET_ENV, TOKEN_ENV
 from ansible_operator.runner.events import RunSummary

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.cluster.pki import write_private
+from ansible_operator.private_files import write_private
 
 PRIVATE = ".private"
 DEFAULT_HOSTS = (

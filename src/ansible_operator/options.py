@@ -8,6 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_RECONCILE_PERIOD = 10 * 3600.0
+# Seconds. Neither the reference nor controller-runtime nor kopf has a floor,
+# so an existing operator's short periods (a few seconds, to poll something
+# outside the cluster) must keep working; one second is far below any of
+# those, and above it an object costs at most about one run per second
+# instead of a worker's whole time.
+MIN_RECONCILE_PERIOD = 1.0
 # A hung run holds a worker and an object forever without these.
 DEFAULT_RUN_TIMEOUT = 3600.0
 DEFAULT_MAX_RUN_OUTPUT = 32 * 2**20  # bytes of Ansible output per run

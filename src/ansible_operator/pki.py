@@ -1,5 +1,6 @@
-"""Certificates and keys for a local control plane: a CA, the API server's
-serving certificate, client certificates and the service-account signing key.
+"""Certificates and keys: a CA, serving certificates (the local control plane's
+API server, the operator's metrics endpoint), client certificates and the
+service-account signing key.
 
 Every private key is written with mode 0600.
 """
@@ -8,7 +9,6 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +16,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from ansible_operator.private_files import write_private
 
 VALIDITY = datetime.timedelta(days=365)
 
@@ -30,15 +32,6 @@ class KeyPair:
 
     def key_pem(self) -> bytes:
         return self.key_path.read_bytes()
-
-
-def write_private(path: Path, data: bytes) -> None:
-    """Write a file readable only by its owner, never world-readable even briefly."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    path.chmod(0o600)
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
