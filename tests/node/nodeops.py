@@ -82,6 +82,22 @@ def wait_for(check: Callable[[], object], what: str, timeout: float = 60.0) -> o
         time.sleep(0.1)
 
 
+def ready_lease_holder(cluster: NodeCluster, lease: str, namespace: str) -> client.V1Pod | None:
+    """The Pod holding the leader Lease `lease` in `namespace`, once it is Ready."""
+    try:
+        held = client.CoordinationV1Api(cluster.api).read_namespaced_lease(lease, namespace)
+    except client.ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+    holder = (held.spec.holder_identity or "").split("_")[0]
+    for pod in cluster.core.list_namespaced_pod(namespace).items:
+        ready = any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+        if pod.metadata.name == holder and ready:
+            return pod
+    return None
+
+
 def pod_phase(core: client.CoreV1Api, namespace: str, name: str) -> str | None:
     try:
         return core.read_namespaced_pod(name, namespace).status.phase

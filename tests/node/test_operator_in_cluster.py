@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 from kubernetes import client
-from nodeops import NodeCluster, SessionNode, wait_for
+from nodeops import NodeCluster, SessionNode, ready_lease_holder, wait_for
 
 from ansible_operator.testing.manifests import apply_manifests, documents
 
@@ -71,18 +71,7 @@ def memcached_available(cluster: NodeCluster, namespace: str) -> bool:
 
 def leader_pod(cluster: NodeCluster) -> client.V1Pod | None:
     """The operator Pod holding the leader Lease, once it is Ready."""
-    try:
-        lease = client.CoordinationV1Api(cluster.api).read_namespaced_lease(LEASE, SYSTEM)
-    except client.ApiException as error:
-        if error.status == 404:
-            return None
-        raise
-    holder = (lease.spec.holder_identity or "").split("_")[0]
-    for pod in cluster.core.list_namespaced_pod(SYSTEM).items:
-        ready = any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
-        if pod.metadata.name == holder and ready:
-            return pod
-    return None
+    return ready_lease_holder(cluster, LEASE, SYSTEM)
 
 
 def readyz(pod: client.V1Pod) -> int:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client
-from nodeops import NodeCluster, SessionNode, wait_for
+from nodeops import NodeCluster, SessionNode, ready_lease_holder, wait_for
 
 from ansible_operator.cluster.images import Image, ImageBuilder
 from ansible_operator.testing.manifests import apply_manifests, documents
@@ -168,18 +168,7 @@ def operator_log(cluster: NodeCluster) -> str:
 def ready_leader(cluster: NodeCluster) -> client.V1Pod | None:
     """The operator Pod holding the Lease named by --leader-election-id, once
     its readiness probe (on --health-probe-bind-address) passes."""
-    try:
-        lease = client.CoordinationV1Api(cluster.api).read_namespaced_lease(LEASE, SYSTEM)
-    except client.ApiException as error:
-        if error.status == 404:
-            return None
-        raise
-    holder = (lease.spec.holder_identity or "").split("_")[0]
-    for pod in cluster.core.list_namespaced_pod(SYSTEM).items:
-        ready = any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
-        if pod.metadata.name == holder and ready:
-            return pod
-    return None
+    return ready_lease_holder(cluster, LEASE, SYSTEM)
 
 
 def settled(cluster: NodeCluster, name: str) -> dict[str, str] | None:
