@@ -98,6 +98,20 @@ def ready_lease_holder(cluster: NodeCluster, lease: str, namespace: str) -> clie
     return None
 
 
+def pod_logs(cluster: NodeCluster, namespace: str, tail_lines: int) -> str:
+    """The last lines of every Pod's log in `namespace`, for failure messages."""
+    logs = []
+    for pod in cluster.core.list_namespaced_pod(namespace).items:
+        try:
+            text = cluster.core.read_namespaced_pod_log(
+                pod.metadata.name, namespace, tail_lines=tail_lines
+            )
+        except client.ApiException as error:
+            text = f"(no log: {error.reason})"
+        logs.append(f"--- {pod.metadata.name} {pod.status.phase}\n{text}")
+    return "\n".join(logs)
+
+
 def pod_phase(core: client.CoreV1Api, namespace: str, name: str) -> str | None:
     try:
         return core.read_namespaced_pod(name, namespace).status.phase

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 from kubernetes import client
-from nodeops import NodeCluster, SessionNode, ready_lease_holder, wait_for
+from nodeops import NodeCluster, SessionNode, pod_logs, ready_lease_holder, wait_for
 
 from ansible_operator.testing.manifests import apply_manifests, documents
 
@@ -51,14 +51,7 @@ def _yaml(docs: list[dict[str, object]]) -> str:
 
 
 def operator_log(cluster: NodeCluster) -> str:
-    logs = []
-    for pod in cluster.core.list_namespaced_pod(SYSTEM).items:
-        try:
-            text = cluster.core.read_namespaced_pod_log(pod.metadata.name, SYSTEM, tail_lines=30)
-        except client.ApiException as error:
-            text = f"(no log: {error.reason})"
-        logs.append(f"--- {pod.metadata.name} {pod.status.phase}\n{text}")
-    return "\n".join(logs)
+    return pod_logs(cluster, SYSTEM, tail_lines=30)
 
 
 def memcached_available(cluster: NodeCluster, namespace: str) -> bool:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client
-from nodeops import NodeCluster, SessionNode, ready_lease_holder, wait_for
+from nodeops import NodeCluster, SessionNode, pod_logs, ready_lease_holder, wait_for
 
 from ansible_operator.cluster.images import Image, ImageBuilder
 from ansible_operator.testing.manifests import apply_manifests, documents
@@ -155,14 +155,7 @@ def deployed(session_node: SessionNode, osdk_image: Image) -> Iterator[NodeClust
 
 
 def operator_log(cluster: NodeCluster) -> str:
-    logs = []
-    for pod in cluster.core.list_namespaced_pod(SYSTEM).items:
-        try:
-            text = cluster.core.read_namespaced_pod_log(pod.metadata.name, SYSTEM, tail_lines=40)
-        except client.ApiException as error:
-            text = f"(no log: {error.reason})"
-        logs.append(f"--- {pod.metadata.name} {pod.status.phase}\n{text}")
-    return "\n".join(logs)
+    return pod_logs(cluster, SYSTEM, tail_lines=40)
 
 
 def ready_leader(cluster: NodeCluster) -> client.V1Pod | None:
