@@ -1,6 +1,11 @@
 # The ansible-operator base image: an operator's image is FROM this one, adding
 # its watches.yaml, roles/ and playbooks/ (see Dockerfile.samples).
-FROM python:3.12-slim-bookworm
+#
+# One recipe, two flavours: by default the pins of constraints.txt (the newest
+# ansible-core); with `--build-arg CONSTRAINTS=constraints-ansible-core-2.18.txt`
+# ansible-core 2.18, as Operator SDK's image has it, for operators migrating
+# from that image (the same templating semantics).
+FROM python:3.13-slim-trixie
 
 # tini reaps the Ansible processes every run forks; the operator runs as PID 2.
 RUN apt-get update \
@@ -8,8 +13,11 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 COPY . /usr/src/ansible-operator
-# The same install steps as CI (scripts/install-runtime.sh), pinned by constraints.txt.
-RUN /usr/src/ansible-operator/scripts/install-runtime.sh python3 \
+# Declared here, after the steps both flavours share, so they share those layers.
+ARG CONSTRAINTS=constraints.txt
+LABEL io.github.ansible-operator.constraints=${CONSTRAINTS}
+# The same install steps as CI (scripts/install-runtime.sh), pinned by $CONSTRAINTS.
+RUN CONSTRAINTS=${CONSTRAINTS} /usr/src/ansible-operator/scripts/install-runtime.sh python3 \
  && rm -rf /usr/src/ansible-operator /root/.cache
 
 ENV HOME=/opt/ansible \

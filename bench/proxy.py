@@ -24,23 +24,12 @@ from pathlib import Path
 import aiohttp
 
 from ansible_operator.cluster import provide
-from ansible_operator.controller.dependents import CachedKindView, SharedInformer
+from ansible_operator.kube.cache import InformerCache
 from ansible_operator.kube.client import ApiClient
 from ansible_operator.kube.config import KubeConfig, load_config
 from ansible_operator.kube.discovery import RestMapper
-from ansible_operator.kube.informer import Informer
-from ansible_operator.kube.types import Owner, Resource
+from ansible_operator.kube.types import Owner
 from ansible_operator.proxy.server import ApiProxy
-
-
-class OneKind:
-    """A cache of one kind, for the proxy."""
-
-    def __init__(self, view: CachedKindView | None, resource: Resource) -> None:
-        self.view, self.resource = view, resource
-
-    def lookup(self, resource: Resource, namespace: str | None, owner: Owner | None = None):
-        return self.view if self.view and resource.plural == self.resource.plural else None
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -97,15 +86,13 @@ async def measure(config: KubeConfig, requests: int, objects: int) -> None:
                 },
                 namespace,
             )
-        informer = Informer(api, configmaps, namespaces=[namespace])
-        await informer.start()
-        await informer.wait_synced()
-        view = CachedKindView(SharedInformer(informer, configmaps, (namespace,), False))
+        cache = InformerCache(api, [namespace])
+        await cache.informer(configmaps).wait_synced()
         owner = Owner("bench.example.com", "v1", "Bench", namespace, "b", str(uuid.uuid4()))
         base = f"/api/v1/namespaces/{namespace}/configmaps"
         proxies = [
-            ApiProxy(config, mapper, cache=OneKind(None, configmaps), port=0),
-            ApiProxy(config, mapper, cache=OneKind(view, configmaps), port=0),
+            ApiProxy(config, mapper, port=0),
+            ApiProxy(config, mapper, cache=cache, port=0),
         ]
         async with contextlib.AsyncExitStack() as stack:
             paths = [
@@ -146,7 +133,7 @@ async def measure(config: KubeConfig, requests: int, objects: int) -> None:
                     ),
                 }
             finally:
-                await informer.stop()
+                await cache.stop()
                 await api.delete(namespaces, namespace)
     print(
         f"{requests} GETs and LISTs ({objects} ConfigMaps), {requests // 3} POSTs, sequential, "

@@ -1,7 +1,8 @@
 """Reconcile benchmark: N Memcached-style objects created at once, per runner mode.
 
     .venv/bin/python bench/reconcile.py [--objects 1,10,50] [--concurrency 2]
-                                        [--modes reference,default] [--steady 60]
+                                        [--modes reference,warm] [--steady 60]
+                                        [--ansible-core 2.18,2.21]
 
 For each N and each mode (same concurrency), on the local control plane (or
 KUBECONFIG): start `ansible-operator run` over bench/operator, create N objects
@@ -12,16 +13,28 @@ own count of what it and its runs sent to the API server, and of the reads it
 answered from its cache). Then, with nothing changing for
 `--steady` seconds, the number of Ansible runs (should be 0). Prints one table
 with the ratios to `reference`.
+
+`--ansible-core 2.18,2.21` runs all of that in each release's environment
+(scripts/ansible_env.py makes them, cached under ~/.cache/ansible-operator/venvs/,
+all on the newest Python found), one after the other on one cluster, and ends
+with one table of every mode side by side per release. Without it: the
+environment this runs in.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+import importlib.metadata
+import json
 import os
+import platform
 import re
 import statistics
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -37,6 +50,7 @@ from ansible_operator.testing.manifests import apply_manifests
 from ansible_operator.testing.operator import OperatorProcess
 
 HERE = Path(__file__).resolve().parent / "operator"
+ANSIBLE_ENV = Path(__file__).resolve().parent.parent / "scripts" / "ansible_env.py"
 GROUP, VERSION, PLURAL = "bench.ansible-operator.io", "v1alpha1", "memcacheds"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -52,6 +66,15 @@ class Result:
     requests_per_reconcile: float = 0.0
     cache_hits_per_reconcile: float = 0.0
     steady_runs: int = 0
+    error: str = ""  # why this mode gave no figures
+
+    @property
+    def p50(self) -> float:
+        return statistics.median(self.latencies)
+
+
+class BenchFailed(Exception):
+    """One mode did not reconcile every object; the others still run."""
 
 
 def memcached(name: str, index: int) -> dict:
@@ -140,20 +163,25 @@ def measure(
         log_path=log_path,
         args=args,
         env={"WATCH_NAMESPACE": namespace},
-    ).start()
-    assert operator.process is not None
-    root = operator.process.pid
-    peak = [_memory_mib(proctree.tree(root))]
+    )
+    peak = [0.0]
     sampling = threading.Event()
-
-    def sample() -> None:
-        while not sampling.is_set():
-            peak[0] = max(peak[0], _memory_mib(proctree.tree(root)))
-            time.sleep(0.1)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    sampler: threading.Thread | None = None
     try:
+        try:
+            operator.start()
+        except AssertionError as error:
+            raise BenchFailed(f"the operator did not start; see {log_path}") from error
+        assert operator.process is not None
+        root = operator.process.pid
+
+        def sample() -> None:
+            while not sampling.is_set():
+                peak[0] = max(peak[0], _memory_mib(proctree.tree(root)))
+                time.sleep(0.1)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         cpu_before = _cpu_seconds(root)
         requests_before, hits_before = _operator_requests(operator)
         created: dict[str, float] = {}
@@ -176,9 +204,15 @@ def measure(
                     c["type"] == "Successful" and c["status"] == "True" for c in conditions
                 ):
                     done[name] = time.monotonic()
+                failed = [c for c in conditions if c["type"] == "Failure" and c["status"] == "True"]
+                # Nothing succeeded and a run failed: the mode does not work here (say
+                # why now rather than after the deadline).
+                if failed and not done:
+                    message = " ".join(failed[0].get("message", "").split())[-400:]
+                    raise BenchFailed(f"{name}: Failure condition: {message}; see {log_path}")
             time.sleep(0.05)
         if len(done) < objects:
-            raise SystemExit(f"{mode}: only {len(done)}/{objects} Successful; see {log_path}")
+            raise BenchFailed(f"only {len(done)}/{objects} Successful; see {log_path}")
         result.makespan = max(done.values()) - started
         result.latencies = [done[name] - created[name] for name in created]
         result.cpu_seconds = _cpu_seconds(root) - cpu_before
@@ -190,7 +224,8 @@ def measure(
         result.steady_runs = len(re.findall(r"run started", operator.logs)) - runs_before
     finally:
         sampling.set()
-        sampler.join()
+        if sampler:
+            sampler.join()
         result.peak_pss_mib = peak[0]
         operator.stop()
         client.CoreV1Api(api).delete_namespace(namespace)
@@ -203,21 +238,137 @@ def report(results: list[Result]) -> None:
         f"{'CPU s':>7} {'peak MiB':>9} {'req/rec':>8} {'hits/rec':>8} {'steady runs':>11} "
         f"{'p50 x':>6} {'makespan x':>10}"
     )
-    reference = {r.objects: r for r in results if r.mode == "reference"}
+    reference = {r.objects: r for r in results if r.mode == "reference" and not r.error}
     for r in results:
+        if r.error:
+            print(f"{r.objects:>4} {r.mode:<10} failed: {r.error}")
+            continue
         ordered = sorted(r.latencies)
-        p50 = statistics.median(ordered)
         p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
         base = reference.get(r.objects)
-        p50_ratio = statistics.median(base.latencies) / p50 if base else float("nan")
+        p50_ratio = base.p50 / r.p50 if base else float("nan")
         makespan_ratio = base.makespan / r.makespan if base else float("nan")
         print(
-            f"{r.objects:>4} {r.mode:<10} {p50:>7.2f} {p95:>7.2f} {max(ordered):>7.2f} "
+            f"{r.objects:>4} {r.mode:<10} {r.p50:>7.2f} {p95:>7.2f} {max(ordered):>7.2f} "
             f"{r.makespan:>10.2f} {r.cpu_seconds:>7.1f} {r.peak_pss_mib:>9.0f} "
             f"{r.requests_per_reconcile:>8.1f} {r.cache_hits_per_reconcile:>8.1f} "
             f"{r.steady_runs:>11} "
             f"{p50_ratio:>5.1f}x {makespan_ratio:>9.1f}x"
         )
+
+
+@dataclass
+class Release:
+    """The bench's results in one ansible-core release's environment."""
+
+    minor: str
+    ansible_core: str = ""
+    python: str = ""
+    results: list[Result] = field(default_factory=list)
+    error: str = ""  # why there are no results at all
+
+
+def run_in_release(minor: str, kubeconfig: Path, args: argparse.Namespace) -> Release:
+    """This bench, with the same settings, in MINOR's environment."""
+    release = Release(minor)
+    made = subprocess.run(
+        [sys.executable, str(ANSIBLE_ENV), minor, "--label", "bench"],
+        stdout=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
+    if made.returncode != 0:
+        release.error = f"scripts/ansible_env.py {minor} failed (see above)"
+        return release
+    python = made.stdout.strip().splitlines()[-1]
+    with tempfile.TemporaryDirectory() as tmp:
+        output = Path(tmp) / "results.json"
+        child = subprocess.run(
+            [
+                python,
+                __file__,
+                f"--objects={args.objects}",
+                f"--concurrency={args.concurrency}",
+                f"--modes={args.modes}",
+                f"--steady={args.steady}",
+                f"--results-json={output}",
+            ],
+            env={**os.environ, "KUBECONFIG": str(kubeconfig)},
+            check=False,
+        )
+        if not output.exists():
+            release.error = f"the bench exited with {child.returncode} before its results"
+            return release
+        found = json.loads(output.read_text())
+    release.ansible_core, release.python = found["ansible_core"], found["python"]
+    release.results = [Result(**result) for result in found["results"]]
+    return release
+
+
+def report_releases(releases: list[Release], modes: list[str]) -> None:
+    """One row per release and N, each mode's figures side by side, then the
+    other modes' speed-up over `reference`."""
+    others = [m for m in modes if m != "reference"] if "reference" in modes else []
+    block = f"{'p50 s':>7} {'makespan s':>10} {'CPU s':>7} {'peak MiB':>8}"
+    ratio = f"{'p50 x':>6} {'makespan x':>10}"
+    print(
+        f"{'':<13} {'':<7} {'':>4}"
+        + "".join(f"  {m:<{len(block)}}" for m in modes)
+        + "".join(f"  {m + ' vs reference':<{len(ratio)}}" for m in others)
+    )
+    print(
+        f"{'ansible-core':<13} {'Python':<7} {'N':>4}"
+        + f"  {block}" * len(modes)
+        + f"  {ratio}" * len(others)
+    )
+    failures = []
+    for release in releases:
+        name = release.ansible_core or release.minor
+        if release.error:
+            print(f"{name:<13} {'-':<7} {'-':>4}  failed: {release.error}")
+            continue
+        for count in dict.fromkeys(r.objects for r in release.results):
+            by_mode = {r.mode: r for r in release.results if r.objects == count}
+            cells = []
+            for mode in modes:
+                r = by_mode.get(mode)
+                if r is None or r.error:
+                    cells.append(f"{'failed':>7} {'-':>10} {'-':>7} {'-':>8}")
+                    failures.append(f"{name} N={count} {mode}: {r.error if r else 'not run'}")
+                else:
+                    cells.append(
+                        f"{r.p50:>7.2f} {r.makespan:>10.2f} {r.cpu_seconds:>7.1f} "
+                        f"{r.peak_pss_mib:>8.0f}"
+                    )
+            base = by_mode.get("reference")
+            for mode in others:
+                r = by_mode.get(mode)
+                if base and r and not base.error and not r.error:
+                    cells.append(f"{base.p50 / r.p50:>5.1f}x {base.makespan / r.makespan:>9.1f}x")
+                else:
+                    cells.append(f"{'-':>6} {'-':>10}")
+            print(f"{name:<13} {release.python:<7} {count:>4}" + "".join(f"  {c}" for c in cells))
+    for failure in failures:
+        print(f"  {failure}")
+
+
+def measure_all(kubeconfig: Path, args: argparse.Namespace) -> list[Result]:
+    """Every N in every mode, in this environment; a mode that fails is
+    reported and the others still run."""
+    results = []
+    with config.new_client_from_config(str(kubeconfig)) as api:
+        apply_manifests(api, HERE / "crd.yaml")
+        for count in (int(n) for n in args.objects.split(",")):
+            for mode in args.modes.split(","):
+                print(f"N={count} mode={mode} ...", file=sys.stderr)
+                try:
+                    results.append(
+                        measure(kubeconfig, api, mode, count, args.concurrency, args.steady)
+                    )
+                except BenchFailed as failure:
+                    print(f"N={count} mode={mode} failed: {failure}", file=sys.stderr)
+                    results.append(Result(mode, count, error=str(failure)))
+    return results
 
 
 def main() -> None:
@@ -226,22 +377,43 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--modes", default="reference,warm")
     parser.add_argument("--steady", type=float, default=60.0, help="seconds of quiet to watch")
+    parser.add_argument(
+        "--ansible-core",
+        help="comma list of ansible-core releases (2.18,2.19,2.20,2.21) to run in, each in "
+        "its own environment; default: this environment",
+    )
+    parser.add_argument("--results-json", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    setting = (
+        f"Memcached-style role (Deployment, Service, ConfigMap, status), "
+        f"{args.concurrency} concurrent reconciles, {os.cpu_count()} CPUs"
+    )
     with provide(progress=lambda m: print(m, file=sys.stderr)) as cluster:
-        with config.new_client_from_config(str(cluster.kubeconfig)) as api:
-            apply_manifests(api, HERE / "crd.yaml")
-            results = []
-            for count in (int(n) for n in args.objects.split(",")):
-                for mode in args.modes.split(","):
-                    print(f"N={count} mode={mode} ...", file=sys.stderr)
-                    results.append(
-                        measure(cluster.kubeconfig, api, mode, count, args.concurrency, args.steady)
-                    )
-        print(
-            f"\nMemcached-style role (Deployment, Service, ConfigMap, status), "
-            f"{args.concurrency} concurrent reconciles, {os.cpu_count()} CPUs"
+        if args.ansible_core:
+            releases = [
+                run_in_release(minor.strip(), cluster.kubeconfig, args)
+                for minor in args.ansible_core.split(",")
+            ]
+            print(f"\n{setting}, per ansible-core release")
+            report_releases(releases, args.modes.split(","))
+            failed = any(r.error for release in releases for r in release.results) or any(
+                release.error for release in releases
+            )
+            sys.exit(1 if failed else 0)
+        results = measure_all(cluster.kubeconfig, args)
+    if args.results_json:
+        args.results_json.write_text(
+            json.dumps(
+                {
+                    "ansible_core": importlib.metadata.version("ansible-core"),
+                    "python": platform.python_version(),
+                    "results": [dataclasses.asdict(r) for r in results],
+                }
+            )
         )
-        report(results)
+    print(f"\n{setting}, ansible-core {importlib.metadata.version('ansible-core')}")
+    report(results)
+    sys.exit(1 if any(r.error for r in results) else 0)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ import sys
 import time
 from pathlib import Path
 
-from ansible_operator import __version__
 from ansible_operator.cluster import (
     BuildError,
     ControlPlaneError,
@@ -18,7 +17,7 @@ from ansible_operator.cluster import (
     local_binaries,
 )
 from ansible_operator.cluster.host import HostError
-from ansible_operator.cluster.images import ImageError
+from ansible_operator.cluster.images import RECIPES, ImageError
 from ansible_operator.cluster.node import NODE_NAME, LocalNode, NodeRecord, node_unavailable_reason
 
 
@@ -117,8 +116,8 @@ def cluster_down(args: argparse.Namespace) -> int:
     return 0
 
 
-# What `cluster images NAME` builds: ImageBuilder's method of that name.
-IMAGE_RECIPES = ("operator", "samples", "memcached", "python", "pause")
+# What `cluster images NAME` builds (ImageBuilder.recipe).
+IMAGE_RECIPES = RECIPES
 
 
 def cluster_images(args: argparse.Namespace) -> int:
@@ -132,7 +131,7 @@ def cluster_images(args: argparse.Namespace) -> int:
     built = []
     for name in args.names or ["samples", "memcached"]:
         started = time.monotonic()
-        image = getattr(builder, "test_python" if name == "python" else name)()
+        image = builder.recipe(name)
         _say(f"{image.name} ready in {time.monotonic() - started:.1f}s ({image.archive})")
         built.append(image)
     plane = LocalControlPlane(args.state_dir, None)
@@ -157,7 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run Kubernetes operators whose reconcile logic is Ansible roles "
         "and playbooks.",
     )
-    parser.add_argument("--version", action="version", version=f"ansible-operator {__version__}")
+    from ansible_operator.doctor import PrintVersions, add_doctor_arguments, doctor
+
+    parser.add_argument("--version", action=PrintVersions)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     cluster = commands.add_parser(
@@ -230,6 +231,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_check_arguments(check_parser)
     check_parser.set_defaults(func=check)
+
+    doctor_parser = commands.add_parser(
+        "doctor",
+        help="show the Python, ansible-core, ansible-runner and kubernetes.core in use "
+        "and which warm-runner accelerations apply to them (and why not)",
+    )
+    add_doctor_arguments(doctor_parser)
+    doctor_parser.set_defaults(func=doctor)
 
     demo_parser = commands.add_parser(
         "demo",

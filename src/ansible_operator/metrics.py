@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import aiohttp
@@ -13,6 +14,8 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from ansible_operator import __version__
 from ansible_operator.user_metrics import UserMetrics
@@ -70,6 +73,18 @@ class Metrics:
             registry=r,
         )
         self._user = UserMetrics(r)
+        self._accelerations: _AccelerationCollector | None = None
+
+    def track_accelerations(
+        self, enabled: Mapping[str, bool], read_hits: Callable[[], Mapping[str, int]]
+    ) -> None:
+        """The warm runner's accelerations: which are on, and how often each
+        was used (read at each scrape, from the counters the runs share)."""
+        if self._accelerations is None:
+            self._accelerations = _AccelerationCollector()
+            self.registry.register(self._accelerations)
+        self._accelerations.enabled = dict(enabled)
+        self._accelerations.read_hits = read_hits
 
     def forget_object(self, name: str, namespace: str, group: str, version: str, kind: str) -> None:
         """A deleted object's series go: without this, every object ever
@@ -98,3 +113,28 @@ class Metrics:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class _AccelerationCollector(Collector):
+    def __init__(self) -> None:
+        self.enabled: dict[str, bool] = {}
+        self.read_hits: Callable[[], Mapping[str, int]] = dict
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        on = GaugeMetricFamily(
+            "ansible_operator_acceleration_enabled",
+            "1 if the warm-runner acceleration applies to the installed Ansible and is on "
+            "(ansible-operator doctor says why not)",
+            labels=["acceleration"],
+        )
+        for name, enabled in self.enabled.items():
+            on.add_metric([name], 1.0 if enabled else 0.0)
+        yield on
+        hits = CounterMetricFamily(
+            "ansible_operator_acceleration_hits",
+            "Times each warm-runner acceleration did its work",
+            labels=["acceleration"],
+        )
+        for name, count in self.read_hits().items():
+            hits.add_metric([name], float(count))
+        yield hits

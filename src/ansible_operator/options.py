@@ -65,6 +65,17 @@ class OperatorOptions:
     # warm: modules run in forks of a warm interpreter (runner/module_server.py);
     # reference: a fresh interpreter per task, as Operator SDK's operator does.
     runner_mode: str = "warm"
+    # Warm-runner accelerations not to use (runner/accelerations.py), by name.
+    disabled_accelerations: tuple[str, ...] = ()
+    # Admission webhooks (watches.yaml `- webhook:` entries; webhooks/service.py).
+    webhook_bind_address: str = ":9443"  # '0': no webhook server
+    webhook_cert_dir: Path | None = None  # tls.crt, tls.key (+ ca.crt); None: made here
+    webhook_manage_configurations: bool = True  # apply the Mutating/Validating configurations
+    webhook_configuration_name: str | None = None  # None: the leader election id
+    webhook_service: str | None = None  # NAMESPACE/NAME[:PORT] the API server calls
+    webhook_url: str | None = None  # a base URL the API server calls instead
+    webhook_ca_secret: str | None = None  # NAMESPACE/NAME keeping the CA made here
+    webhook_max_concurrent_runs: int | None = None  # None: twice the CPUs
 
 
 def facts_skipped(environ: Mapping[str, str]) -> bool:

@@ -52,6 +52,17 @@ def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
 
 
+def lacks_key_identifier(cert_path: Path) -> bool:
+    """A certificate made before ours carried key identifiers, which Python
+    3.13's strict verification refuses."""
+    cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+    try:
+        cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier)
+    except x509.ExtensionNotFound:
+        return True
+    return False
+
+
 def create_ca(directory: Path, name: str = "ansible-operator-local-ca") -> KeyPair:
     key = ec.generate_private_key(ec.SECP256R1())
     subject = _name(name)
@@ -78,6 +89,10 @@ def create_ca(directory: Path, name: str = "ansible-operator-local-ca") -> KeyPa
             ),
             critical=True,
         )
+        # Python 3.13's default TLS context verifies strictly (VERIFY_X509_STRICT):
+        # a CA without a key identifier, or a certificate without its issuer's,
+        # fails with "Missing Authority Key Identifier".
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
     )
     pair = KeyPair(directory / "ca.crt", directory / "ca.key")
@@ -114,6 +129,10 @@ def _issue(
         .not_valid_after(_now() + VALIDITY)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
+        )
     )
     if san is not None:
         builder = builder.add_extension(san, critical=False)
@@ -139,6 +158,22 @@ def issue_serving_cert(ca: KeyPair, directory: Path) -> KeyPair:
     return _issue(
         ca, directory, "apiserver", _name("kube-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH, san
     )
+
+
+def issue_server_cert(
+    ca: KeyPair, directory: Path, stem: str, names: list[str], common_name: str
+) -> KeyPair:
+    """A serving certificate for `names` (DNS names or IP addresses), e.g. a
+    webhook's Service names or the loopback address the API server calls."""
+    entries: list[x509.GeneralName] = []
+    for name in dict.fromkeys(names):
+        try:
+            entries.append(x509.IPAddress(ipaddress.ip_address(name)))
+        except ValueError:
+            entries.append(x509.DNSName(name))
+    directory.mkdir(parents=True, exist_ok=True)
+    san = x509.SubjectAlternativeName(entries)
+    return _issue(ca, directory, stem, _name(common_name), ExtendedKeyUsageOID.SERVER_AUTH, san)
 
 
 def issue_client_cert(

@@ -24,7 +24,8 @@ import yaml
 
 from ansible_operator import logs
 from ansible_operator.cluster import connect_config
-from ansible_operator.controller.reconciler import ObjectKey, Shared, WatchController
+from ansible_operator.controller.ansible_reconciler import AnsibleReconciler, Shared
+from ansible_operator.controller.reconcile import ObjectKey
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.kube.config import KubeConfigError
 from ansible_operator.kube.discovery import RestMapper
@@ -58,13 +59,14 @@ class RecordedRuns:
 
 
 class OneObject:
-    """Stands in for the informer: the reconciler reads this one object."""
+    """The reconciler's reader (an informer, in the operator): this one object."""
 
     def __init__(self, obj: dict[str, Any]) -> None:
         self.obj = obj
+        self.key = ObjectKey.of(obj)
 
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
-        return self.obj
+        return self.obj if ObjectKey(namespace or "", name) == self.key else None
 
 
 def add_reconcile_arguments(parser: argparse.ArgumentParser) -> None:
@@ -204,11 +206,10 @@ async def reconcile_once(args: argparse.Namespace) -> int:
                     )
                 )
                 shared = Shared(api=api, options=options, metrics=metrics, runner=runs)
-                controller = WatchController(watch, resource, OneObject(obj), shared)
                 metadata = obj["metadata"]
-                await controller.reconcile(
-                    ObjectKey(metadata.get("namespace") or "", metadata["name"])
-                )
+                reader = OneObject(obj)
+                reconciler = AnsibleReconciler(watch, resource, reader, shared)
+                await reconciler.reconcile(reader.key)
             finally:
                 await receiver.stop()
                 await proxy.stop()

@@ -12,9 +12,10 @@ import asyncio
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from ansible_operator import logs
+from ansible_operator import __version__, logs
 from ansible_operator.durations import DurationError, parse_duration
 from ansible_operator.options import (
     DEFAULT_API_SERVER_LIVE_GRACE,
@@ -27,6 +28,8 @@ from ansible_operator.options import (
     facts_skipped,
     unquoted,
 )
+from ansible_operator.runner.accelerations import acceleration_names
+from ansible_operator.runner.versions import installed_versions, one_line
 from ansible_operator.sizes import SizeError, parse_size
 
 log = logging.getLogger("ansible_operator")
@@ -238,6 +241,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="warm: Ansible modules run in forks of a warm interpreter (fast); "
         "reference: a fresh interpreter per task, as Operator SDK does",
     )
+    add_acceleration_switch(parser)
+    add_webhook_arguments(parser)
     parser.add_argument("--zap-log-level", default="info")
     parser.add_argument("--zap-encoder", choices=("console", "json"), default="console")
     add_bool(parser, "--zap-devel", default=False, help="development logging (debug level)")
@@ -245,6 +250,99 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--zap-stacktrace-level", default="error", help="accepted for compatibility"
     )
     parser.add_argument("--zap-time-encoding", default="epoch", help="accepted for compatibility")
+
+
+def webhook_place(parse_name: str) -> Callable[[str], str]:
+    """An argparse type checking a webhook flag with webhooks.service's parser."""
+
+    def check(text: str) -> str:
+        from ansible_operator.webhooks import service
+
+        try:
+            getattr(service, parse_name)(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+        return text
+
+    return check
+
+
+def add_webhook_arguments(parser: argparse.ArgumentParser) -> None:
+    """Admission webhooks (watches.yaml `- webhook:` entries; docs/reference.md)."""
+    parser.add_argument(
+        "--webhook-bind-address",
+        type=webhook_place("parse_bind_address"),
+        default=":9443",
+        help="HTTPS address of the admission webhooks ('0' disables; default: %(default)s)",
+    )
+    parser.add_argument(
+        "--webhook-cert-dir",
+        type=Path,
+        default=None,
+        help="directory with tls.crt, tls.key and optionally ca.crt (cert-manager style; "
+        "default: a CA kept in a Secret, and a certificate made at start)",
+    )
+    add_bool(
+        parser,
+        "--webhook-manage-configurations",
+        default=True,
+        help="create and update the Mutating/ValidatingWebhookConfiguration (caBundle included)",
+    )
+    parser.add_argument(
+        "--webhook-configuration-name",
+        default=None,
+        help="name of the webhook configurations (default: --leader-election-id)",
+    )
+    parser.add_argument(
+        "--webhook-service",
+        type=webhook_place("parse_service"),
+        default=None,
+        metavar="NAMESPACE/NAME[:PORT]",
+        help="the Service the API server calls (default in a cluster: "
+        "<configuration name>-webhook-service in the operator's namespace, port 443)",
+    )
+    parser.add_argument(
+        "--webhook-url",
+        default=None,
+        help="a base URL the API server calls instead of a Service "
+        "(default outside a cluster: https://127.0.0.1:<port>)",
+    )
+    parser.add_argument(
+        "--webhook-ca-secret",
+        type=webhook_place("parse_secret"),
+        default=None,
+        metavar="NAMESPACE/NAME",
+        help="the Secret keeping the webhooks' CA (default with a Service: "
+        "<configuration name>-webhook-ca beside it; outside a cluster: none, a new CA each start)",
+    )
+    parser.add_argument(
+        "--webhook-max-concurrent-runs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="admission runs at once (default: twice the number of CPUs)",
+    )
+
+
+def add_acceleration_switch(parser: argparse.ArgumentParser) -> None:
+    def names(value: str) -> list[str]:
+        try:
+            return acceleration_names(value)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from error
+
+    parser.add_argument(
+        "--disable-acceleration",
+        action="append",
+        type=names,
+        default=[],
+        metavar="NAME[,NAME]",
+        help="a warm-runner acceleration not to use (see `ansible-operator doctor`); repeatable",
+    )
+
+
+def switched_off(args: argparse.Namespace) -> tuple[str, ...]:
+    return tuple(name for names in args.disable_acceleration for name in names)
 
 
 def options_from(args: argparse.Namespace) -> OperatorOptions:
@@ -286,6 +384,15 @@ def options_from(args: argparse.Namespace) -> OperatorOptions:
         watch_namespaces=namespaces,
         runner_dir=args.runner_dir,
         runner_mode=args.runner_mode,
+        disabled_accelerations=switched_off(args),
+        webhook_bind_address=args.webhook_bind_address,
+        webhook_cert_dir=args.webhook_cert_dir,
+        webhook_manage_configurations=args.webhook_manage_configurations,
+        webhook_configuration_name=args.webhook_configuration_name,
+        webhook_service=args.webhook_service,
+        webhook_url=args.webhook_url,
+        webhook_ca_secret=args.webhook_ca_secret,
+        webhook_max_concurrent_runs=args.webhook_max_concurrent_runs,
         inventory=Path(inventory) if inventory else None,
         skip_facts=facts_skipped(os.environ),
     )
@@ -296,10 +403,11 @@ def run(args: argparse.Namespace) -> int:
     from ansible_operator.controller.manager import Manager
     from ansible_operator.http_limits import raise_open_file_limit
     from ansible_operator.kube.config import KubeConfigError
-    from ansible_operator.watches import WatchesError, load_watches, templated_cluster_data
+    from ansible_operator.watches import WatchesError, load_watches_file, templated_cluster_data
 
     level = logs.parse_level("debug" if args.zap_devel else args.zap_log_level)
     logs.configure(level, args.zap_encoder)
+    log.info("ansible-operator %s %s", __version__, one_line(installed_versions()))
     before, after = raise_open_file_limit()
     if after != before:
         log.info("open file limit raised soft=%d was=%d", after, before)
@@ -310,17 +418,18 @@ def run(args: argparse.Namespace) -> int:
     if options.ansible_collections_path:
         env["ANSIBLE_COLLECTIONS_PATH"] = options.ansible_collections_path
     try:
-        watches = load_watches(options.watches_file, env=env, cwd=Path.cwd())
+        declared = load_watches_file(options.watches_file, env=env, cwd=Path.cwd())
     except WatchesError as error:
         print(f"ansible-operator: invalid watches file:\n{error}", file=sys.stderr)
         return 2
     except FileNotFoundError:
         print(f"ansible-operator: watches file not found: {options.watches_file}", file=sys.stderr)
         return 2
-    for warning in templated_cluster_data(watches):
+    for warning in templated_cluster_data(declared.watches):
         log.warning("%s", warning)
+    manager = Manager(declared.watches, options, connect=connect_config, webhooks=declared.webhooks)
     try:
-        return asyncio.run(Manager(watches, options, connect=connect_config).run())
+        return asyncio.run(manager.run())
     except KubeConfigError as error:
         print(f"ansible-operator: {error}", file=sys.stderr)
         return 2

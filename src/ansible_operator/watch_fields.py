@@ -230,3 +230,37 @@ def count(minimum: int) -> Read:
         return reader.integer(node, name, minimum=minimum)
 
     return read
+
+
+def between(minimum: int, maximum: int) -> Read:
+    """A reader for an integer from ``minimum`` to ``maximum``."""
+
+    def read(reader: NodeReader, node: yaml.Node, name: str) -> int | None:
+        value = reader.integer(node, name, minimum=minimum)
+        if value is not None and value > maximum:
+            reader.error(node, f"{name!r} must be at most {maximum}, not {value}")
+            return None
+        return value
+
+    return read
+
+
+def choice(*allowed: str) -> Read:
+    """A reader for one of the strings ``allowed``, written exactly as Kubernetes spells it."""
+
+    def read(reader: NodeReader, node: yaml.Node, name: str) -> str | None:
+        value = reader.construct(node)
+        if value is INVALID:
+            return None
+        if value not in allowed:
+            message = f"{name!r} must be {' or '.join(allowed)}, not {describe(value)}"
+            close = [each for each in allowed if str(value).lower() == each.lower()]
+            if value is None and "None" in allowed:
+                message += " (write the word None; an empty value or null is no value)"
+            elif close:
+                message += f" (did you mean {close[0]!r}?)"
+            reader.error(node, message)
+            return None
+        return value
+
+    return read

@@ -30,6 +30,7 @@ from ansible_operator.watch_fields import (
     option,
     options_of,
 )
+from ansible_operator.webhook_entries import Webhook, is_webhook_entry, read_entry
 
 __all__ = [
     "GVK",
@@ -37,7 +38,10 @@ __all__ = [
     "LabelSelector",
     "Watch",
     "WatchesError",
+    "WatchesFile",
+    "Webhook",
     "load_watches",
+    "load_watches_file",
 ]
 
 
@@ -250,15 +254,32 @@ def templated_cluster_data(watches: Iterable[Watch]) -> list[str]:
     ]
 
 
-def load_watches(
+@dataclass(frozen=True)
+class WatchesFile:
+    """Everything a watches file declares: its watches and its admission webhooks."""
+
+    watches: list[Watch]
+    webhooks: list[Webhook]
+
+
+def load_watches_file(
     path: Path, *, env: Mapping[str, str] | None = None, cwd: Path | None = None
-) -> list[Watch]:
+) -> WatchesFile:
     """Load ``path``; raise ``FileNotFoundError`` if it is missing, else ``WatchesError``."""
     path = Path(path)
     env = os.environ if env is None else env
     cwd = Path.cwd() if cwd is None else Path(cwd)
     text = path.read_text(encoding="utf-8")
-    return _Loader(path, env, cwd).load(text)
+    loader = _Loader(path, env, cwd)
+    watches = loader.load(text)
+    return WatchesFile(watches, loader.webhooks)
+
+
+def load_watches(
+    path: Path, *, env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> list[Watch]:
+    """The watches of ``path`` (its webhooks are validated too: `load_watches_file`)."""
+    return load_watches_file(path, env=env, cwd=cwd).watches
 
 
 def _expand(value: str, env: Mapping[str, str]) -> str:
@@ -275,6 +296,7 @@ class _Loader(NodeReader):
         self.path = path
         self.env = env
         self.cwd = cwd
+        self.webhooks: list[Webhook] = []
 
     def expand_nodes(self, node: yaml.Node, seen: set[int] | None = None) -> None:
         # Each node once: an aliased one is shared, and expanded only once.
@@ -417,6 +439,9 @@ class _Loader(NodeReader):
                 value = self.construct(entry)
                 self.error(entry, f"each watch must be a mapping, not {describe(value)}")
                 continue
+            if is_webhook_entry(entry):
+                self.webhook(entry)
+                continue
             watch = self.watch(entry)
             if watch is None:
                 continue
@@ -483,6 +508,34 @@ class _Loader(NodeReader):
             **options,
         )
 
+    def webhook(self, entry: yaml.MappingNode) -> None:
+        webhook = read_entry(self, entry)
+        if webhook is None:
+            return
+        for other in self.webhooks:
+            if other.name == webhook.name:
+                self.error(
+                    entry,
+                    f"duplicate webhook {webhook.name!r}: already defined at {other.source}",
+                )
+                return
+        self.webhooks.append(webhook)
+
+    def label_selector(self, node: yaml.Node, name: str) -> dict[str, Any] | None:
+        """A selector as Kubernetes objects carry it (webhooks' namespaceSelector...)."""
+        selector = self.selector(node, name)
+        if selector is None:
+            return None
+        found: dict[str, Any] = {}
+        if selector.match_labels:
+            found["matchLabels"] = dict(selector.match_labels)
+        if selector.match_expressions:
+            found["matchExpressions"] = [
+                {"key": key, "operator": operator, **({"values": list(values)} if values else {})}
+                for key, operator, values in selector.match_expressions
+            ]
+        return found
+
     def env_overrides(self, node: yaml.Node, gvk: GVK, options: dict[str, Any]) -> None:
         """Per-watch environment variables win over the file, as in the reference."""
         for attribute, spec in WATCH_OPTIONS:
@@ -529,13 +582,13 @@ class _Loader(NodeReader):
                 result.append(gvk)
         return tuple(result)
 
-    def selector(self, node: yaml.Node) -> LabelSelector | None:
+    def selector(self, node: yaml.Node, name: str = "selector") -> LabelSelector | None:
         if not isinstance(node, yaml.MappingNode):
             value = self.construct(node)
             if value is not None:
-                self.error(node, f"'selector' must be a mapping, not {describe(value)}")
+                self.error(node, f"{name!r} must be a mapping, not {describe(value)}")
             return None
-        fields = self.fields(node, SELECTOR_KEYS, "selector")
+        fields = self.fields(node, SELECTOR_KEYS, name)
         labels: dict[str, str] = {}
         if "matchLabels" in fields:
             value_node = fields["matchLabels"][1]

@@ -217,7 +217,10 @@ def test_owned_configmap_is_garbage_collected_after_owner_deleted(
         names = {cm.metadata.name for cm in core.list_namespaced_config_map(kube_namespace).items}
         return "owned" not in names
 
-    eventually(collected, what="owned ConfigMap garbage-collected")
+    # The garbage collector looks for new kinds (the CRD made for this test) every
+    # 30 s, then starts and syncs a monitor for them: the collection itself can come
+    # a little after 30 s, so a 30 s wait failed about every time under load.
+    eventually(collected, timeout=90.0, what="owned ConfigMap garbage-collected")
     assert core.read_namespaced_config_map("unowned", kube_namespace).data == {"k": "v"}
 
 

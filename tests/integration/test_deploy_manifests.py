@@ -14,7 +14,7 @@ from ansible_operator.testing.manifests import apply_manifests, documents
 pytestmark = pytest.mark.cluster
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
-FOLDERS = ("rbac", "manager", "samples")
+FOLDERS = ("rbac", "manager", "samples", "webhook")
 NAMESPACE = "ansible-operator-system"
 
 

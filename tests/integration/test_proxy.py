@@ -15,30 +15,15 @@ import pytest
 from kubernetes import client
 
 from ansible_operator.cluster import Cluster
-from ansible_operator.controller.dependents import CachedKindView, SharedInformer
+from ansible_operator.kube.cache import InformerCache
 from ansible_operator.kube.client import ApiClient
 from ansible_operator.kube.config import load_config
 from ansible_operator.kube.discovery import RestMapper
-from ansible_operator.kube.informer import Informer
-from ansible_operator.kube.types import Owner, Resource
+from ansible_operator.kube.types import Owner
 from ansible_operator.proxy.server import ApiProxy
 from ansible_operator.testing.manifests import apply_manifests, schemaless_crd
 
 pytestmark = pytest.mark.cluster
-
-
-class ConfigMapCache:
-    """The proxy's cache for one kind: ConfigMaps of one namespace."""
-
-    def __init__(self, view: CachedKindView) -> None:
-        self.view = view
-        self.lookups = 0
-
-    def lookup(self, resource: Resource, namespace: str | None, owner: Owner | None = None):
-        self.lookups += 1
-        if resource.plural != "configmaps" or not self.view._shared.covers(namespace):
-            return None
-        return self.view
 
 
 @dataclass
@@ -62,12 +47,9 @@ async def harness(kube_cluster: Cluster, kube_namespace: str) -> AsyncIterator[H
     async with ApiClient(config) as api:
         mapper = RestMapper(api)
         configmaps = await mapper.resource_for("", "v1", "ConfigMap")
-        informer = Informer(api, configmaps, namespaces=[kube_namespace])
-        await informer.start()
-        await informer.wait_synced()
-        cache = ConfigMapCache(
-            CachedKindView(SharedInformer(informer, configmaps, (kube_namespace,), False))
-        )
+        # The operator's cache: the ConfigMaps of the test's namespace.
+        cache = InformerCache(api, [kube_namespace])
+        await cache.informer(configmaps).wait_synced()
         writes: list[tuple[str, str]] = []
         proxy = ApiProxy(
             config,
@@ -99,7 +81,7 @@ async def harness(kube_cluster: Cluster, kube_namespace: str) -> AsyncIterator[H
             )
         finally:
             await proxy.stop()
-            await informer.stop()
+            await cache.stop()
 
 
 async def request(

@@ -70,15 +70,22 @@ def has_default_service_account(core: client.CoreV1Api, namespace: str) -> bool:
     return any(account.metadata.name == "default" for account in accounts)
 
 
-def wait_for(check: Callable[[], object], what: str, timeout: float = 60.0) -> object:
-    """Poll `check` until it returns something true; fail naming `what`."""
+def wait_for(
+    check: Callable[[], object],
+    what: str,
+    timeout: float = 60.0,
+    details: Callable[[], str] | None = None,
+) -> object:
+    """Poll `check` until it returns something true; fail naming `what`, with
+    what `details` tells (the operator's log, say)."""
     deadline = time.monotonic() + timeout
     while True:
         result = check()
         if result:
             return result
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+            told = f"\n{details()}" if details else ""
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}{told}")
         time.sleep(0.1)
 
 

@@ -59,7 +59,8 @@ def node_processes() -> list[str]:
 def host_state(state_dir: Path) -> dict[str, object]:
     """What a node changes on the host, read with the host's own tools. Mounts
     and cgroups are those of a node (other work on this machine makes its own)."""
-    counters = re.compile(r"\[\d+:\d+\]")
+    # Packet counters, and the "# Generated/Completed on <time>" lines: not state.
+    volatile = re.compile(r"\[\d+:\d+\]|^#.*\n", re.M)
     node_places = (str(state_dir), "/run/containerd", "/run/netns", "/run/ansible-operator-node",
                    str(containerd_root()), "/var/lib/kubelet")  # fmt: skip
 
@@ -75,8 +76,8 @@ def host_state(state_dir: Path) -> dict[str, object]:
         "cgroups": sorted(str(p) for p in Path("/sys/fs/cgroup").glob("*/kubepods*")),
         "addresses": run("ip", "-brief", "addr", "show"),
         "links": sorted(line.split()[0] for line in run("ip", "-brief", "link").splitlines()),
-        "iptables": counters.sub("", run("iptables-save")),
-        "ip6tables": counters.sub("", run("ip6tables-save")),
+        "iptables": volatile.sub("", run("iptables-save")),
+        "ip6tables": volatile.sub("", run("ip6tables-save")),
         "nftables": run("nft", "list", "ruleset"),
         "ip_forward": Path("/proc/sys/net/ipv4/ip_forward").read_text(),
         "netns": sorted(p.name for p in Path("/run/netns").glob("*")),

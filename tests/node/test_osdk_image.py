@@ -1,7 +1,9 @@
 """Our base image as a drop-in for Operator SDK's: an Operator SDK project
 (osdk_project/) built with its own Dockerfile, only the FROM line naming ours,
 its requirements.yml installed by `ansible-galaxy` during the build, and
-deployed with its own config/ (the scaffold's manager args and env)."""
+deployed with its own config/ (the scaffold's manager args and env). Once per
+base image flavour: the default (the newest ansible-core) and ansible-core
+2.18, the one operators migrating from Operator SDK's image are likely to use."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import subprocess
 import sys
 import tarfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,16 @@ import yaml
 from kubernetes import client
 from nodeops import NodeCluster, SessionNode, pod_logs, ready_lease_holder, wait_for
 
-from ansible_operator.cluster.images import Image, ImageBuilder
+from ansible_operator.cluster.images import (
+    ANSIBLE_CORE_LABEL,
+    FLAVOURS,
+    PYTHON_UPSTREAM,
+    Flavour,
+    Image,
+    ImageBuilder,
+    pinned_version,
+    project_root,
+)
 from ansible_operator.testing.manifests import apply_manifests, documents
 
 pytestmark = pytest.mark.node
@@ -60,10 +71,21 @@ def galaxy_stand_in(directory: Path) -> Iterator[None]:
         server.server_close()
 
 
+@pytest.fixture(scope="module", params=FLAVOURS, ids=lambda f: f.name or "default")
+def flavour(request: pytest.FixtureRequest) -> Flavour:
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def osdk_image(session_node: SessionNode, tmp_path_factory: pytest.TempPathFactory) -> Image:
+def osdk_image(
+    session_node: SessionNode, flavour: Flavour, tmp_path_factory: pytest.TempPathFactory
+) -> Image:
     with galaxy_stand_in(tmp_path_factory.mktemp("galaxy")):
-        return session_node.images.project(IMAGE, PROJECT)
+        return session_node.images.project(flavour.tag(IMAGE), PROJECT, flavour)
+
+
+def ansible_core_pinned(flavour: Flavour) -> str:
+    return pinned_version(project_root() / flavour.constraints, "ansible-core")
 
 
 def oci_blob(archive: tarfile.TarFile, digest: str) -> bytes:
@@ -100,10 +122,12 @@ def files_added(image: Image, base: Image) -> set[str]:
 
 
 def test_project_dockerfile_builds_on_ours_with_operator_sdk_layout(
-    session_node: SessionNode, osdk_image: Image
+    session_node: SessionNode, flavour: Flavour, osdk_image: Image
 ) -> None:
     images: ImageBuilder = session_node.images
     config = image_config(osdk_image)
+    assert config["Labels"][ANSIBLE_CORE_LABEL] == ansible_core_pinned(flavour)
+    assert config["Labels"]["io.github.ansible-operator.constraints"] == flavour.constraints
     env = dict(entry.split("=", 1) for entry in config.get("Env", []))
     assert env["HOME"] == HOME
     assert config["WorkingDir"] == HOME
@@ -114,7 +138,7 @@ def test_project_dockerfile_builds_on_ours_with_operator_sdk_layout(
     assert entrypoint[3:] == ["run", "--watches-file=./watches.yaml"], entrypoint
     assert not config.get("Cmd"), "a Deployment's args must follow the entrypoint alone"
 
-    added = files_added(osdk_image, images.operator())
+    added = files_added(osdk_image, images.operator(flavour))
     for path in ("requirements.yml", "watches.yaml", "roles/greeting/tasks/main.yml",
                  "playbooks/greeting.yml"):  # fmt: skip
         assert f"opt/ansible/{path}" in added, path
@@ -148,10 +172,29 @@ def deployed(session_node: SessionNode, osdk_image: Image) -> Iterator[NodeClust
                     rbac_api.delete_cluster_role(doc["metadata"]["name"])
                 elif doc["kind"] == "ClusterRoleBinding":
                     rbac_api.delete_cluster_role_binding(doc["metadata"]["name"])
+        extensions = client.ApiextensionsV1Api(cluster.api)
         with contextlib.suppress(client.ApiException):
-            client.ApiextensionsV1Api(cluster.api).delete_custom_resource_definition(
-                f"{PLURAL}.{GROUP}"
-            )
+            extensions.delete_custom_resource_definition(f"{PLURAL}.{GROUP}")
+        # The next flavour deploys the same names: they must be gone first.
+        wait_for(
+            lambda: absent(lambda: cluster.core.read_namespace(SYSTEM)),
+            f"namespace {SYSTEM} to be deleted",
+            timeout=180,
+        )
+        wait_for(
+            lambda: absent(lambda: extensions.read_custom_resource_definition(f"{PLURAL}.{GROUP}")),
+            "the Greeting CRD to be deleted",
+        )
+
+
+def absent(read: Callable[[], object]) -> bool:
+    try:
+        read()
+    except client.ApiException as error:
+        if error.status == 404:
+            return True
+        raise
+    return False
 
 
 def operator_log(cluster: NodeCluster) -> str:
@@ -175,23 +218,34 @@ def settled(cluster: NodeCluster, name: str) -> dict[str, str] | None:
 
 
 def test_custom_object_runs_the_projects_playbook_role_and_collection(
-    deployed: NodeCluster,
+    flavour: Flavour, deployed: NodeCluster
 ) -> None:
     leader = wait_for(
-        lambda: ready_leader(deployed), "a Ready operator holding its Lease", timeout=240
+        lambda: ready_leader(deployed),
+        "a Ready operator holding its Lease",
+        timeout=240,
+        details=lambda: operator_log(deployed),
     )
     assert leader.spec.service_account_name == "osdk-demo-controller-manager"
     apply_manifests(deployed.api, CONFIG / "samples" / "demo_v1alpha1_greeting.yaml", SYSTEM)
 
     status = wait_for(
-        lambda: settled(deployed, "greeting-sample"), "the Greeting's run", timeout=240
+        lambda: settled(deployed, "greeting-sample"),
+        "the Greeting's run",
+        timeout=240,
+        details=lambda: operator_log(deployed),
     )
     assert status.get("Successful") == "True", f"{status}\n{operator_log(deployed)}"
     recorded = deployed.core.read_namespaced_config_map("greeting-sample-greeting", SYSTEM).data
     # Written by the role the playbook imports by name, from what the module
-    # of the Galaxy-installed collection returned, run as the image's user.
+    # of the Galaxy-installed collection returned, run as the image's user, on
+    # the base image's Python, by the flavour's ansible-core.
+    python = PYTHON_UPSTREAM.split(":")[1].split("-")[0]  # python:3.13-slim-trixie -> 3.13
     assert recorded == {
         "greeting": "Hello, Operator SDK, from example.greeting 1.0.0",
         "uid": "1001",
         "home": HOME,
+        "python": recorded["python"],
+        "ansible_core": ansible_core_pinned(flavour),
     }
+    assert recorded["python"].startswith(f"{python}."), recorded["python"]

@@ -24,29 +24,16 @@ from kubernetes import client
 from yarl import URL
 
 from ansible_operator.cluster import Cluster
-from ansible_operator.controller.dependents import CachedKindView, SharedInformer
+from ansible_operator.kube.cache import InformerCache
 from ansible_operator.kube.client import ApiClient
 from ansible_operator.kube.config import load_config
 from ansible_operator.kube.discovery import RestMapper
-from ansible_operator.kube.informer import Informer
-from ansible_operator.kube.types import Owner, Resource
+from ansible_operator.kube.types import Owner
 from ansible_operator.proxy.server import ApiProxy
 
 pytestmark = pytest.mark.cluster
 
 SECRET_VALUE = "never-through-a-configmap-path"
-
-
-class ConfigMapCache:
-    """The proxy's cache: the ConfigMaps of the test's namespace."""
-
-    def __init__(self, view: CachedKindView) -> None:
-        self.view = view
-
-    def lookup(self, resource: Resource, namespace: str | None, owner: Owner | None = None):
-        if resource.plural != "configmaps" or not self.view._shared.covers(namespace):
-            return None
-        return self.view
 
 
 @dataclass
@@ -85,12 +72,9 @@ async def run(kube_cluster: Cluster, kube_namespace: str) -> AsyncIterator[Run]:
         mapper = RestMapper(api)
         configmaps = await mapper.resource_for("", "v1", "ConfigMap")
         secrets = await mapper.resource_for("", "v1", "Secret")
-        informer = Informer(api, configmaps, namespaces=[kube_namespace])
-        await informer.start()
-        await informer.wait_synced()
-        cache = ConfigMapCache(
-            CachedKindView(SharedInformer(informer, configmaps, (kube_namespace,), False))
-        )
+        # The operator's cache: the ConfigMaps of the test's namespace.
+        cache = InformerCache(api, [kube_namespace])
+        await cache.informer(configmaps).wait_synced()
         proxy = ApiProxy(config, mapper, cache=cache, port=0)
         port = await proxy.start()
         owner_obj = await api.create(configmaps, {"metadata": {"name": "owner"}}, kube_namespace)
@@ -112,7 +96,7 @@ async def run(kube_cluster: Cluster, kube_namespace: str) -> AsyncIterator[Run]:
             )
         finally:
             await proxy.stop()
-            await informer.stop()
+            await cache.stop()
 
 
 def assert_refused(status: int, body: Any, problem: str) -> None:

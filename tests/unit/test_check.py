@@ -322,6 +322,17 @@ def test_nothing_is_reported_that_is_not_marked(problems: tuple[Path, list[Findi
     assert [f.format() for f in findings if (Path(f.path), f.line) not in marked] == []
 
 
+def test_messages_do_not_repeat_the_place_or_quote_the_source(
+    problems: tuple[Path, list[Finding]],
+) -> None:
+    # ansible-core 2.18 appends "The error appears to be in '...': line N ... The
+    # offending line appears to be: ..." to every message; a finding starts with its
+    # file and line already, and one line per finding is what editors and CI parse.
+    _, findings = problems
+    noisy = [f.format() for f in findings if "appears to be" in f.message or "\n" in f.message]
+    assert noisy == []
+
+
 def test_the_fixed_forms_check_clean(tmp_path: Path) -> None:
     root = write_project(tmp_path, FIXED_FILES)
     findings, _ = check_project(root)

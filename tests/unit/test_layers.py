@@ -36,13 +36,14 @@ LAYERS: list[set[str]] = [
     },
     {"metrics"},
     {"kube"},
-    {"watch_fields", "watches", "params", "lint"},
+    {"watch_fields", "webhook_entries", "watches", "params", "lint"},
     {"runner"},
     {"proxy"},
+    {"webhooks"},
     {"controller"},
     # Where a cluster comes from: only commands choose it.
     {"cluster", "testing"},
-    {"check", "run_command", "reconcile_command", "demo", "scaffold"},
+    {"check", "run_command", "reconcile_command", "demo", "doctor", "scaffold"},
     {"cli", "__main__"},
 ]
 LAYER_OF = {part: index for index, layer in enumerate(LAYERS) for part in layer}

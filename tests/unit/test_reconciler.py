@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from ansible_operator.controller.reconciler import ObjectKey, Outcome, Shared, WatchController
+from ansible_operator.controller.ansible_reconciler import AnsibleReconciler, Shared
+from ansible_operator.controller.reconcile import ObjectKey, Outcome
 from ansible_operator.kube.client import ApiError
 from ansible_operator.kube.types import GVK, Resource
 from ansible_operator.metrics import Metrics
@@ -138,10 +139,10 @@ class Setup:
             metrics=Metrics(),
             runner=runner,
         )
-        self.controller = WatchController(watch, MEMCACHED, StoreReader(self.api), shared)
+        self.reconciler = AnsibleReconciler(watch, MEMCACHED, StoreReader(self.api), shared)
 
     async def reconcile(self) -> Outcome:
-        return await self.controller.reconcile(KEY)
+        return await self.reconciler.reconcile(KEY)
 
     def stored(self) -> dict[str, Any] | None:
         return self.api.objects.get((MEMCACHED.plural, KEY.namespace, KEY.name))

@@ -5,9 +5,13 @@ Everything comes from Debian's packages and this repository:
 - `debian`: a Debian rootfs made here with debootstrap (minbase), as a
   one-layer image;
 - `python`: that plus python3 and pip installing system-wide, standing in for
-  the `python:3-slim` image the project's `Dockerfile` starts FROM;
+  the `python:3.13-slim-trixie` image the project's `Dockerfile` starts FROM
+  (trixie's python3 is 3.13);
 - `operator`: the project's `Dockerfile`, built for real with buildah, FROM
-  `python` (buildah's `--from` replaces its first FROM);
+  `python` (buildah's `--from` replaces its first FROM), in each flavour: the
+  default pins (`constraints.txt`, the newest ansible-core) and ansible-core
+  2.18 (`constraints-ansible-core-2.18.txt`), the same Dockerfile with
+  another `CONSTRAINTS` build argument;
 - `samples`: `Dockerfile.samples` on top of `operator`;
 - `memcached`: Debian's `memcached` package, under the name the Memcached
   sample's role runs;
@@ -43,7 +47,9 @@ from typing import IO, TypeVar
 from ansible_operator import __version__
 from ansible_operator.cluster.build import cache_root
 
-SUITE = "bookworm"
+SUITE = "trixie"
+# What the `python` image stands in for: the Dockerfile's FROM must name it.
+PYTHON_UPSTREAM = "python:3.13-slim-trixie"
 RECIPE_VERSION = "1"  # bump when a recipe below changes in a way its text does not show
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
@@ -54,6 +60,8 @@ OPERATOR = f"ghcr.io/ansible-operator/ansible-operator:{__version__}"
 SAMPLES = f"ghcr.io/ansible-operator/samples:{__version__}"
 MEMCACHED = "docker.io/library/memcached:1.6-alpine"  # roles/memcached/defaults/main.yml
 PAUSE = "localhost/ansible-operator/pause:catatonit"
+# The image label that says which ansible-core an operator image holds.
+ANSIBLE_CORE_LABEL = "io.github.ansible-operator.ansible-core"
 
 # Docs, man pages and translations are never read in a container: the
 # debian-slim images drop them the same way, for every package installed later too.
@@ -69,10 +77,15 @@ SLIM_APT = 'APT::Install-Recommends "false";\nAPT::Install-Suggests "false";\n'
 
 PYTHON_CONTAINERFILE = f"""\
 FROM {DEBIAN}
-# python3 with pip, installing system-wide as in the python:3-slim images.
+# python3 with pip, installing system-wide as in the python:3-slim images. pip
+# installs itself from Debian's wheel of it, so that pip can upgrade it as in
+# those images (Debian's python3-pip has no RECORD: pip cannot uninstall it).
 RUN apt-get update \\
- && apt-get install -y python3 python3-pip ca-certificates \\
- && rm -rf /var/lib/apt/lists/* /usr/lib/python3.*/EXTERNALLY-MANAGED
+ && apt-get install -y python3 python3-pip-whl ca-certificates \\
+ && rm -rf /var/lib/apt/lists/* /usr/lib/python3.*/EXTERNALLY-MANAGED \\
+ && wheel=$(echo /usr/share/python-wheels/pip-*.whl) \\
+ && python3 "$wheel/pip" install --quiet --no-index "$wheel" \\
+ && rm -rf /root/.cache
 CMD ["python3"]
 """
 
@@ -98,6 +111,26 @@ T = TypeVar("T")
 
 class ImageError(RuntimeError):
     """An image could not be built; the message names it and its log."""
+
+
+@dataclass(frozen=True)
+class Flavour:
+    """The base image built from the one Dockerfile with one pin set."""
+
+    name: str  # "" for the default; else the suffix of its tags and recipe name
+    constraints: str  # the pin file, relative to the repository root
+
+    def tag(self, reference: str) -> str:
+        return f"{reference}-{self.name}" if self.name else reference
+
+
+DEFAULT_FLAVOUR = Flavour("", "constraints.txt")
+# Operator SDK's image's ansible-core (so its templating), for operators migrating from it.
+ANSIBLE_CORE_2_18 = Flavour("ansible-core-2.18", "constraints-ansible-core-2.18.txt")
+FLAVOURS = (DEFAULT_FLAVOUR, ANSIBLE_CORE_2_18)
+
+# What `ansible-operator cluster images NAME` builds (`ImageBuilder.recipe`).
+RECIPES = (*(f.tag("operator") for f in FLAVOURS), "samples", "memcached", "python", "pause")
 
 
 @dataclass(frozen=True)
@@ -141,6 +174,31 @@ def source_files(root: Path) -> list[Path]:
         for path in root.rglob("*")
         if path.is_file() and not skip.intersection(path.relative_to(root).parts)
     )
+
+
+def pinned_version(constraints: Path, package: str) -> str:
+    """The version a pin file (`name==version` lines) gives `package`."""
+    for line in constraints.read_text().splitlines():
+        name, equals, version = line.split("#", 1)[0].partition("==")
+        if equals and name.strip().lower() == package:
+            return version.strip()
+    raise ImageError(f"{constraints}: no '{package}==' line")
+
+
+def check_base(dockerfile: Path) -> None:
+    """The Dockerfile must start FROM the image `python` stands in for: else
+    the node would test it on another Python than the real build uses."""
+    for number, line in enumerate(dockerfile.read_text().splitlines(), 1):
+        words = line.split()
+        if words and words[0].upper() == "FROM":
+            if words[1:] != [PYTHON_UPSTREAM]:
+                raise ImageError(
+                    f"{dockerfile}:{number}: FROM {' '.join(words[1:])}, but the local "
+                    f"stand-in base is {PYTHON_UPSTREAM} (Debian {SUITE}'s python3): "
+                    "change SUITE and PYTHON_UPSTREAM in cluster/images.py with it"
+                )
+            return
+    raise ImageError(f"{dockerfile}: no FROM line")
 
 
 def storage_driver(store: Path) -> str:
@@ -232,17 +290,32 @@ class ImageBuilder:
         return self._from_text(PYTHON, PYTHON_CONTAINERFILE, parent=self.debian())
 
     @_exclusive
-    def operator(self) -> Image:
+    def operator(self, flavour: Flavour = DEFAULT_FLAVOUR) -> Image:
+        """The base image in `flavour`: the flavours share every layer up to
+        the install step, which gets their pin file as CONSTRAINTS."""
+        check_base(self.source / "Dockerfile")
         parent = self.python()
         context, tree = self._source_context()
         dockerfile = (self.source / "Dockerfile").read_text()
-        key = _digest(RECIPE_VERSION, OPERATOR, parent, dockerfile, tree)
-        if not self._fresh(OPERATOR, key):
-            dockerfile_path = str(context / "Dockerfile")
+        name = flavour.tag(OPERATOR)
+        key = _digest(RECIPE_VERSION, name, flavour.constraints, parent, dockerfile, tree)
+        if not self._fresh(name, key):
+            ansible_core = pinned_version(self.source / flavour.constraints, "ansible-core")
             self._build(
-                OPERATOR, key, context, "-f", dockerfile_path, "--from", PYTHON, host_trust=True
+                name,
+                key,
+                context,
+                "-f",
+                str(context / "Dockerfile"),
+                "--from",
+                PYTHON,
+                "--build-arg",
+                f"CONSTRAINTS={flavour.constraints}",
+                "--label",
+                f"{ANSIBLE_CORE_LABEL}={ansible_core}",
+                host_trust=True,
             )
-        return self.image(OPERATOR)
+        return self.image(name)
 
     @_exclusive
     def samples(self) -> Image:
@@ -264,12 +337,12 @@ class ImageBuilder:
         return self.image(SAMPLES)
 
     @_exclusive
-    def project(self, name: str, context: Path) -> Image:
+    def project(self, name: str, context: Path, flavour: Flavour = DEFAULT_FLAVOUR) -> Image:
         """An operator project's image: the Dockerfile in `context` as it is,
-        FROM `operator` (buildah's `--from` replaces its FROM line). Keyed by
-        the project's files; no layer reuse, since a RUN step may fetch what
-        they do not show (`ansible-galaxy collection install`)."""
-        parent = self.operator().key
+        FROM `operator` in `flavour` (buildah's `--from` replaces its FROM
+        line). Keyed by the project's files; no layer reuse, since a RUN step
+        may fetch what they do not show (`ansible-galaxy collection install`)."""
+        parent = self.operator(flavour).key
         parts: list[str | bytes] = []
         for path in source_files(context):
             mode = path.stat().st_mode & 0o777
@@ -277,7 +350,8 @@ class ImageBuilder:
         key = _digest(RECIPE_VERSION, name, parent, *parts)
         if not self._fresh(name, key):
             dockerfile = str(context / "Dockerfile")
-            self._build(name, key, context, "-f", dockerfile, "--from", OPERATOR, "--no-cache")
+            base = flavour.tag(OPERATOR)
+            self._build(name, key, context, "-f", dockerfile, "--from", base, "--no-cache")
         return self.image(name)
 
     @_exclusive
@@ -304,6 +378,18 @@ class ImageBuilder:
             shutil.copy2(catatonit, context / "catatonit")
             self._build(PAUSE, key, context)
         return self.image(PAUSE)
+
+    def recipe(self, name: str) -> Image:
+        """The image `ansible-operator cluster images NAME` names (RECIPES)."""
+        for flavour in FLAVOURS:
+            if name == flavour.tag("operator"):
+                return self.operator(flavour)
+        if name == "python":
+            return self.test_python()
+        if name in RECIPES:
+            built: Image = getattr(self, name)()
+            return built
+        raise ImageError(f"no image recipe named {name!r}; known: {', '.join(RECIPES)}")
 
     @_exclusive
     def image(self, name: str) -> Image:

@@ -300,12 +300,17 @@ class LocalControlPlane:
         return self.kubeconfig
 
     def _write_pki(self) -> None:
-        if not (self.pki_dir / "ca.crt").exists():
+        # A state directory made by an older version keeps its data and
+        # service-account key; its certificates are made again when they lack
+        # the key identifiers Python 3.13 verifies.
+        fresh = not self.ca.cert_path.exists() or pki.lacks_key_identifier(self.ca.cert_path)
+        if fresh:
             ca = pki.create_ca(self.pki_dir)
             pki.issue_serving_cert(ca, self.pki_dir)
             pki.issue_client_cert(ca, self.pki_dir, ADMIN_USER, ("system:masters",))
+        if not (self.pki_dir / "sa.key").exists():
             pki.create_service_account_key(self.pki_dir)
-        if self._node and not self._kubelet_client.cert_path.exists():
+        if self._node and (fresh or not self._kubelet_client.cert_path.exists()):
             pki.issue_client_cert(self.ca, self.pki_dir, KUBELET_CLIENT_USER)
 
     @property

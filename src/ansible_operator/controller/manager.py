@@ -15,11 +15,15 @@ import ssl
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
+from ansible_operator.controller.ansible_reconciler import AnsibleReconciler, Shared
 from ansible_operator.controller.api_health import ApiServerHealth
-from ansible_operator.controller.dependents import InformerHub
+from ansible_operator.controller.controller import Controller
+from ansible_operator.controller.dependents import DependentWatches
+from ansible_operator.controller.handlers import request_for_object
 from ansible_operator.controller.leader import LeaderElector
 from ansible_operator.controller.metrics_auth import (
     MetricsAuthorizer,
@@ -27,12 +31,13 @@ from ansible_operator.controller.metrics_auth import (
     needs_auth,
     server_tls,
 )
-from ansible_operator.controller.reconciler import Shared, WatchController
 from ansible_operator.controller.unserved import UnservedKinds
 from ansible_operator.http_limits import GuardedAppRunner
+from ansible_operator.kube.cache import InformerCache
 from ansible_operator.kube.client import ApiClient
 from ansible_operator.kube.config import KubeConfig
 from ansible_operator.kube.discovery import RestMapper
+from ansible_operator.kube.informer import EventListener
 from ansible_operator.kube.types import Resource
 from ansible_operator.metrics import Metrics
 from ansible_operator.options import OperatorOptions
@@ -41,7 +46,8 @@ from ansible_operator.runner import cgroups
 from ansible_operator.runner.receiver import EventReceiver
 from ansible_operator.runner.run import AnsibleRunner
 from ansible_operator.runner.warm import WarmProcesses, ansible_environment, start_warm_processes
-from ansible_operator.watches import Watch
+from ansible_operator.watches import Watch, Webhook
+from ansible_operator.webhooks.service import WebhookService
 
 log = logging.getLogger("ansible_operator.manager")
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -62,15 +68,19 @@ class Manager:
         watches: list[Watch],
         options: OperatorOptions,
         connect: Callable[[str | None], KubeConfig],
+        webhooks: list[Webhook] | None = None,
     ) -> None:
         self.watches = watches
+        self.webhooks = webhooks or []
+        self.webhook_service: WebhookService | None = None
         self.options = options
         # The command chooses where the cluster comes from (cluster.connect_config
         # may fall back to the local control plane); the runtime never imports it.
         self.connect = connect
         self.metrics = Metrics()
-        self.controllers: list[WatchController] = []
-        self.hub: InformerHub | None = None
+        self.controllers: list[Controller] = []
+        self.cache: InformerCache | None = None
+        self.dependents: DependentWatches | None = None
         self.mapper: RestMapper | None = None
         self.proxy: ApiProxy | None = None
         self.api_health: ApiServerHealth | None = None
@@ -128,7 +138,7 @@ class Manager:
     def _metrics_app(self, api: ApiClient) -> web.Application:
         async def metrics(_request: web.Request) -> web.Response:
             for controller in self.controllers:
-                self.metrics.queue_depth.labels(controller.gvk_label).set(len(controller.queue))
+                controller.observe_queue()
             return web.Response(
                 body=self.metrics.exposition(),
                 headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
@@ -190,6 +200,8 @@ class Manager:
                     "health", self.options.health_probe_bind_address, self._health_app()
                 )
                 await self._serve_metrics(api, scratch)
+                if self.webhooks:
+                    await self._start_webhooks(api, config, scratch, runner_root)
                 if self.options.leader_elect:
                     elector = LeaderElector(
                         api,
@@ -213,14 +225,17 @@ class Manager:
                 # Runs of an operator killed earlier may have left processes.
                 await asyncio.to_thread(cgroups.remove_stale)
                 self._run_groups = cgroups.RunGroups()
-                self._warm = await self._start_warm_processes(scratch)
+                if self._warm is None:
+                    self._warm = await self._start_warm_processes(scratch)
                 self.mapper = RestMapper(api)
-                self.hub = InformerHub(api, self.options.watch_namespaces)
+                self.cache = InformerCache(api, self.options.watch_namespaces)
+                self.dependents = DependentWatches(self.cache)
                 self.proxy = ApiProxy(
                     config,
                     self.mapper,
-                    cache=self.hub,
-                    on_write=self.hub.ensure_dependent_watch,
+                    cache=self.cache,
+                    reads_cached=self.dependents.reads_cached,
+                    on_write=self.dependents.on_write,
                     inject_owner_ref=self.options.inject_owner_ref,
                     port=self.options.proxy_port,
                     trace_configs=[self.metrics.request_counter("proxy")],
@@ -238,7 +253,7 @@ class Manager:
                     run_groups=self._run_groups or None,
                 )
                 shared = Shared(api=api, options=self.options, metrics=self.metrics, runner=runner)
-                await self._start_controllers(api, shared)
+                await self._start_controllers(shared)
                 self.ready = True
                 log.info(
                     "operator started watches=%d namespaces=%s",
@@ -258,6 +273,8 @@ class Manager:
                 await receiver.stop()
                 return 1 if lost else 0
         finally:
+            if self.webhook_service is not None:
+                await self.webhook_service.stop()
             if prober is not None:
                 prober.cancel()
             if self._warm is not None:
@@ -268,6 +285,24 @@ class Manager:
                 await runner.cleanup()
             shutil.rmtree(scratch, ignore_errors=True)
 
+    async def _start_webhooks(
+        self, api: ApiClient, config: KubeConfig, scratch: Path, runner_root: Path
+    ) -> None:
+        """Admission webhooks answer on every replica, the leader or not (as in
+        controller-runtime): they and the warm processes start before the election."""
+        self._warm = await self._start_warm_processes(scratch)
+        self.webhook_service = WebhookService(
+            self.webhooks,
+            self.options,
+            config=config,
+            metrics=self.metrics,
+            scratch=scratch,
+            runner_root=runner_root,
+            warm=lambda: self._warm,
+            run_groups=lambda: self._run_groups,
+        )
+        await self.webhook_service.start(api)
+
     async def _start_warm_processes(self, scratch: Path) -> WarmProcesses | None:
         """Warm runner mode: the processes runs and their modules fork from."""
         if self.options.runner_mode != "warm":
@@ -277,12 +312,24 @@ class Manager:
             collections_path=self.options.ansible_collections_path,
             pipelining=True,
         )
-        return await start_warm_processes(scratch, run_env, self._run_targets())
+        try:
+            warm = await start_warm_processes(
+                scratch, run_env, self._run_targets(), self.options.disabled_accelerations
+            )
+        except (RuntimeError, OSError) as error:
+            # Slower, never broken: runs start ansible-runner afresh, as Operator SDK's do.
+            log.error("%s: running in reference mode instead", error)
+            return None
+        self.metrics.track_accelerations(
+            {name: verdict.on for name, verdict in warm.accelerations.items()}, warm.hits
+        )
+        return warm
 
     def _run_targets(self) -> list[dict[str, str]]:
         """Every role and playbook the watches run (finalizers included)."""
         pairs = [(watch.role, watch.playbook) for watch in self.watches]
         pairs += [(w.finalizer.role, w.finalizer.playbook) for w in self.watches if w.finalizer]
+        pairs += [(webhook.role, webhook.playbook) for webhook in self.webhooks]
         targets: list[dict[str, str]] = []
         for role, playbook in pairs:
             if playbook is not None:  # a playbook wins over a role, as in a run
@@ -303,8 +350,8 @@ class Manager:
             for watch in self.watches
         )
 
-    async def _start_controllers(self, api: ApiClient, shared: Shared) -> None:
-        assert self.hub is not None and self.mapper is not None
+    async def _start_controllers(self, shared: Shared) -> None:
+        assert self.cache is not None and self.mapper is not None
         # One discovery for every watch: served kinds start now, whatever the
         # number of kinds the server does not serve (controller/unserved.py).
         await self.mapper.refresh()
@@ -316,7 +363,7 @@ class Manager:
                 missing.append(watch)
             else:
                 await self._start_controller(watch, resource, shared, wait=False)
-        await self.hub.wait_synced()
+        await self.cache.wait_synced()
         for controller in self.controllers:
             controller.start()
         if missing:
@@ -328,10 +375,21 @@ class Manager:
     async def _start_controller(
         self, watch: Watch, resource: Resource, shared: Shared, *, wait: bool
     ) -> None:
-        assert self.hub is not None
-        controller = WatchController(watch, resource, None, shared)  # type: ignore[arg-type]
-        informer = await self.hub.add_primary(controller)
-        controller.informer = informer
+        """One watch: its informer, its reconciler reading from it, its controller
+        fed by it, and its runs' writes followed as dependents."""
+        assert self.cache is not None and self.dependents is not None
+        selector = watch.selector.to_query() if watch.selector else None
+        informer = self.cache.informer(resource, label_selector=selector)
+        reconciler = AnsibleReconciler(watch, resource, informer, shared)
+        controller = Controller(
+            reconciler.gvk_label,
+            watch.gvk.kind,
+            reconciler,
+            workers=watch.max_concurrent_reconciles or self.options.max_concurrent_reconciles,
+            metrics=self.metrics,
+        )
+        informer.add_listener(_primary_listener(controller, watch))
+        self.dependents.add_owner(watch, controller.enqueue, namespaced=resource.namespaced)
         self.controllers.append(controller)
         if wait:
             await informer.wait_synced()
@@ -343,5 +401,14 @@ class Manager:
         await asyncio.gather(*(c.stop(grace) for c in self.controllers))
         if self.proxy is not None:
             await self.proxy.stop()
-        if self.hub is not None:
-            await self.hub.stop()
+        if self.cache is not None:
+            await self.cache.stop()
+
+
+def _primary_listener(controller: Controller, watch: Watch) -> EventListener:
+    def on_event(event: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        key = request_for_object(event, old, new, watch_annotations=watch.watch_annotations_changes)
+        if key is not None:
+            controller.enqueue(key)
+
+    return on_event

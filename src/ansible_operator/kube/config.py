@@ -179,12 +179,22 @@ class KubeConfig:
         return await self.credentials.refresh(rejected.get("Authorization"))
 
 
+def api_server_context(cafile: str | None) -> ssl.SSLContext:
+    """Verifies the API server as client-go does. Python 3.13 verifies
+    strictly by default (VERIFY_X509_STRICT) and refuses a CA or certificate
+    without key identifiers, which Go accepts and some clusters' older,
+    self-made CAs lack: the operator must reach every API server kubectl does."""
+    context = ssl.create_default_context(cafile=cafile)
+    context.verify_flags &= ~ssl.VERIFY_X509_STRICT
+    return context
+
+
 def _ssl_context(
     configuration: k8s_client.Configuration, scratch: str, certificate: tuple[str, str] | None
 ) -> ssl.SSLContext | bool:
     if not configuration.host.startswith("https"):
         return False
-    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert or None)
+    context = api_server_context(configuration.ssl_ca_cert or None)
     if certificate is not None:
         # An exec plugin's certificate: as the library, it takes the place of the user's.
         cert_file, key_file = Path(scratch, "exec-client.crt"), Path(scratch, "exec-client.key")
@@ -312,7 +322,7 @@ def in_cluster(
     ca_file = root / "ca.crt"
     try:
         credentials = TokenFile(root / "token", f"in-cluster service account ({root})")
-        context = ssl.create_default_context(cafile=ca_file)
+        context = api_server_context(str(ca_file))
     except CredentialError as error:
         raise KubeConfigError(f"in-cluster configuration: {error}") from error
     except (OSError, ssl.SSLError) as error:

@@ -1,7 +1,9 @@
 """An informer: list, then watch from the list's resourceVersion, keeping an
 in-memory store of one kind (in all namespaces, or in each watched namespace)
-and telling a listener what changed.
+and telling its listeners what changed.
 
+- A listener added late first hears ADDED for every object already held, as
+  client-go's handlers do: whatever it builds from the events misses nothing.
 - Bookmarks keep the resourceVersion fresh, so a reconnect resumes where it
   left off instead of relisting.
 - 410 Gone (the resourceVersion is too old): relist, and diff the fresh list
@@ -67,7 +69,7 @@ class Informer:
             list(namespaces) if namespaces and resource.namespaced else [None]
         )
         self.label_selector = label_selector
-        self.on_event = on_event
+        self._listeners: list[EventListener] = [on_event] if on_event is not None else []
         self.name = name or f"{resource.group or 'core'}/{resource.version}/{resource.plural}"
         self._store: dict[StoreKey, dict[str, Any]] = {}
         # Read-your-writes: what runs wrote (or deleted: None) through the proxy,
@@ -82,6 +84,11 @@ class Informer:
 
     # ----- lifecycle --------------------------------------------------------
     async def start(self) -> None:
+        self.begin()
+
+    def begin(self) -> None:
+        """Start listing and watching in background tasks; the same as `await
+        start()`, for callers that cannot await (the proxy's write hook)."""
         if self._tasks:
             return
         for namespace in self.namespaces:
@@ -103,6 +110,17 @@ class Informer:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
+
+    def add_listener(self, listener: EventListener) -> None:
+        """`listener` hears every change from now on, after ADDED for each object
+        the store already holds."""
+        self._listeners.append(listener)
+        for obj in list(self._store.values()):
+            self._tell(listener, "ADDED", None, obj)
+
+    def covers(self, namespace: str | None) -> bool:
+        """Whether the store holds the objects of `namespace` (None: of every namespace)."""
+        return None in self.namespaces or namespace in self.namespaces
 
     # ----- reads ------------------------------------------------------------
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
@@ -250,9 +268,18 @@ class Informer:
         return version
 
     def _dispatch(self, kind: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-        if self.on_event is None:
-            return
+        for listener in list(self._listeners):
+            self._tell(listener, kind, old, new)
+
+    def _tell(
+        self,
+        listener: EventListener,
+        kind: str,
+        old: dict[str, Any] | None,
+        new: dict[str, Any] | None,
+    ) -> None:
+        # One listener's bug must not keep the change from the others.
         try:
-            self.on_event(kind, old, new)
+            listener(kind, old, new)
         except Exception:
             log.exception("event handler failed informer=%s event=%s", self.name, kind)

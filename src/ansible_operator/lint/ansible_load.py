@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -91,7 +92,7 @@ class _Loader:
 
     def report(self, failure: Exception, path: Path) -> None:
         where, line = _origin(failure, path)
-        message = " ".join(str(failure).split())
+        message = _message(failure)
         if "couldn't resolve module/action" in message:
             message += f" Collections are looked up in: {', '.join(self.collections_paths)}."
         self.findings.setdefault((where, line, message), error(where, line, message))
@@ -188,12 +189,38 @@ def _tasks(tasks: Any) -> Iterator[dict[str, Any]]:
             yield task
 
 
+# ansible-core before 2.19 appends the file, line and source lines to the message;
+# a finding already starts with the file and line.
+_SOURCE_EXCERPT = re.compile(
+    r"\n\n(?:The error appears to|\(could not open file to display line\)).*", re.DOTALL
+)
+
+
+def _cause(failure: Exception) -> BaseException | None:
+    """What Ansible was wrapping: `raise from` in 2.19+, `orig_exc` before."""
+    return failure.__cause__ or getattr(failure, "orig_exc", None)
+
+
+def _message(failure: Exception) -> str:
+    """Ansible's message on one line, the same on every supported ansible-core:
+    a YAML error reads as 2.19+ words it (2.18 says "We were unable to read
+    either as JSON nor YAML" and quotes the parser's marks), and 2.18's
+    appended source excerpt is left out."""
+    text = str(failure)
+    cause = _cause(failure)
+    if isinstance(cause, yaml.MarkedYAMLError) and not text.startswith("YAML parsing failed"):
+        words = " ".join(filter(None, (cause.context, cause.problem, cause.note))).strip()
+        words = f"{words[:1].upper()}{words[1:]}".rstrip(".")
+        text = f"YAML parsing failed: {words}."
+    return " ".join(_SOURCE_EXCERPT.sub("", text).split())
+
+
 def _origin(failure: Exception, path: Path) -> tuple[str, int]:
     """Where Ansible says the problem is: the tagged object's origin (2.19+) or
     `ansible_pos` (older); for YAML that ends before something was closed, the
     line where that something started."""
     where, line = _tagged_origin(getattr(failure, "obj", None)) or (str(path), 1)
-    cause = failure.__cause__
+    cause = _cause(failure)
     if isinstance(cause, yaml.MarkedYAMLError) and cause.problem_mark is not None:
         line = cause.problem_mark.line + 1
         at_end = cause.problem_mark.index >= len(_read(Path(where)).rstrip())

@@ -8,7 +8,10 @@
   kind gets a watch so drift re-triggers the owner.
 - GET and LIST of kinds the operator caches are answered from the cache
   (`X-Cache: HIT`); everything else is forwarded with the operator's own
-  credentials, streamed (watches) or tunnelled (exec, attach, port-forward).
+  credentials, streamed (watches, large reads), buffered (writes, whose
+  answers feed the cache and the dependent watches) or tunnelled (exec,
+  attach, port-forward).
+- Errors of the proxy's own are Kubernetes Status bodies, as the API server's are.
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from ansible_operator.http_limits import GuardedAppRunner
+from ansible_operator.kube.client import ApiError
 from ansible_operator.kube.config import KubeConfig
-from ansible_operator.kube.discovery import RestMapper
+from ansible_operator.kube.discovery import RestMapper, UnknownResource
 from ansible_operator.kube.kubeconfig import build_kubeconfig
 from ansible_operator.kube.selectors import SelectorError
 from ansible_operator.kube.types import Owner, Resource
@@ -64,15 +68,15 @@ HOP_BY_HOP = frozenset(
 APPLY_PATCH = "application/apply-patch+yaml"
 BUFFERED_BODY = 1 << 20  # larger GET answers (big LISTs) are streamed through
 MERGE_PATCHES = ("application/merge-patch+json", "application/strategic-merge-patch+json")
+WRITES = ("POST", "PUT", "PATCH", "DELETE")
+READS = ("GET", "HEAD", "OPTIONS")
 UNOWNED_REMEMBERED = 10_000  # (owner, object) pairs already logged as left unowned
 
 
 class ObjectCache(Protocol):
-    """Reads the operator already caches (informers), by resource."""
+    """Reads the operator already caches (informers), by resource (kube/cache.py)."""
 
-    def lookup(
-        self, resource: Resource, namespace: str | None, owner: Owner | None = None
-    ) -> CachedKind | None: ...
+    def view(self, resource: Resource, namespace: str | None) -> CachedKind | None: ...
 
 
 class CachedKind(Protocol):
@@ -89,15 +93,32 @@ class CachedKind(Protocol):
 
 
 WriteListener = Callable[[Resource, Owner], None]
+# Whether a run of this owner may read this kind from the cache.
+CachePolicy = Callable[[Resource, Owner], bool]
 
 
 @dataclass
 class Grant:
     owner: Owner
+    # False: the run may only read (an admission webhook without side effects).
+    writes: bool = True
+
+
+def relayed_as_it_comes(
+    method: str, target: ResourcePath | None, watching: bool, length: int | None
+) -> bool:
+    """Whether the API server's answer is streamed through rather than buffered:
+    watches, and reads too large (or of unknown size) to hold. The answer to a
+    write is always buffered: the cache and the dependent watches read it."""
+    if watching:
+        return True
+    readonly = method == "GET" or target is None
+    return readonly and (length is None or length > BUFFERED_BODY)
 
 
 def status_response(code: int, reason: str, message: str) -> web.Response:
-    """An error as the API server gives one: a Kubernetes Status."""
+    """An error as the API server gives one: a Kubernetes Status, which
+    clients (kubernetes.core, kubectl) show by its message."""
     return web.json_response(
         {
             "kind": "Status",
@@ -119,6 +140,7 @@ class ApiProxy:
         mapper: RestMapper,
         *,
         cache: ObjectCache | None = None,
+        reads_cached: CachePolicy | None = None,
         on_write: WriteListener | None = None,
         inject_owner_ref: bool = True,
         port: int = 8888,
@@ -128,6 +150,7 @@ class ApiProxy:
         self.config = config
         self.mapper = mapper
         self.cache = cache
+        self.reads_cached = reads_cached
         self.on_write = on_write
         self.inject_owner_ref = inject_owner_ref
         self.port = port
@@ -142,11 +165,11 @@ class ApiProxy:
         self.stats = {"cache_hits": 0, "forwarded": 0, "injected": 0, "unauthorized": 0}
 
     # ----- per-run access (the AccessProvider the reconciler uses) -----------
-    def grant(self, owner: Owner) -> RunAccess:
+    def grant(self, owner: Owner, *, writes: bool = True) -> RunAccess:
         if self.bound_port is None:
             raise RuntimeError("the proxy is not started")
         token = secrets.token_urlsafe(32)
-        self._grants[token] = Grant(owner)
+        self._grants[token] = Grant(owner, writes)
         kubeconfig = build_kubeconfig(
             f"http://127.0.0.1:{self.bound_port}",
             name="ansible-operator-proxy",
@@ -198,16 +221,10 @@ class ApiProxy:
         grant = self._grant_for(request)
         if grant is None:
             self.stats["unauthorized"] += 1
-            return web.json_response(
-                {
-                    "kind": "Status",
-                    "apiVersion": "v1",
-                    "status": "Failure",
-                    "code": 401,
-                    "reason": "Unauthorized",
-                    "message": "the ansible-operator proxy serves only the operator's own runs",
-                },
-                status=401,
+            return status_response(
+                401,
+                "Unauthorized",
+                "the ansible-operator proxy serves only the operator's own runs",
             )
         impersonation = [key for key in request.headers if key.lower().startswith("impersonate-")]
         if impersonation:
@@ -231,30 +248,71 @@ class ApiProxy:
             return status_response(
                 400, "BadRequest", f"the ansible-operator proxy refuses this path: {error}"
             )
+        if not grant.writes and (request.method not in READS or request.headers.get("Upgrade")):
+            log.warning(
+                "api proxy refused a write of a read-only run owner=%s method=%s path=%s",
+                grant.owner.describe(),
+                request.method,
+                path,
+            )
+            return status_response(
+                403,
+                "Forbidden",
+                f"the ansible-operator proxy refuses {request.method} {path}: this run may only "
+                "read (an admission webhook without sideEffects: NoneOnDryRun, or a dry run)",
+            )
         if request.headers.get("Upgrade"):
             return await self._tunnel(request)
         target = parse_resource_path(path)
         body = await request.read() if request.can_read_body else b""
+        resource = None
         if target is not None:
-            resource = await self._resource(target)
-            if resource is not None:
-                if request.method == "GET":
-                    cached = self._from_cache(request, target, resource, grant.owner)
-                    if cached is not None:
-                        return cached
-                elif request.method in ("POST", "PUT", "PATCH") and target.subresource is None:
-                    body = await self._mark_ownership(request, target, resource, grant.owner, body)
-        return await self._forward(request, body, target, grant)
+            try:
+                resource = await self._resource(target)
+            except ApiError as error:
+                # Without the kind, a write could not be marked as the run's.
+                return status_response(
+                    503,
+                    "ServiceUnavailable",
+                    f"the ansible-operator proxy could not look up the kind of {path}: "
+                    f"API discovery failed: {error}",
+                )
+        if target is not None and resource is not None:
+            if request.method == "GET":
+                cached = self._from_cache(request, target, resource, grant.owner)
+                if cached is not None:
+                    return cached
+            elif request.method in ("POST", "PUT", "PATCH") and target.subresource is None:
+                body = await self._mark_ownership(request, target, resource, grant.owner, body)
+        response, answer = await self._forward(request, body, target)
+        if (
+            target is not None
+            and resource is not None
+            and answer is not None
+            and request.method in WRITES
+            and 200 <= response.status < 300
+        ):
+            await self._after_write(target, resource, grant.owner, answer, request.method)
+        return response
 
     async def _resource(self, target: ResourcePath) -> Resource | None:
+        """The kind `target` names; None when the server does not serve it,
+        which the server reports itself when the request is forwarded."""
         try:
             return await self.mapper.resource_for_plural(
                 target.group, target.version, target.plural
             )
-        except Exception:  # an unknown kind is the API server's to report
+        except UnknownResource:
             return None
 
     # ----- cache ----------------------------------------------------------------
+    def _cached(self, resource: Resource, namespace: str | None, owner: Owner) -> CachedKind | None:
+        if self.cache is None:
+            return None
+        if self.reads_cached is not None and not self.reads_cached(resource, owner):
+            return None
+        return self.cache.view(resource, namespace)
+
     def _from_cache(
         self, request: web.Request, target: ResourcePath, resource: Resource, owner: Owner
     ) -> web.Response | None:
@@ -267,7 +325,7 @@ class ApiProxy:
             "0",
         ):
             return None
-        kind = self.cache.lookup(resource, target.namespace if resource.namespaced else None, owner)
+        kind = self._cached(resource, target.namespace if resource.namespaced else None, owner)
         if kind is None:
             return None
         if target.name is not None:
@@ -367,8 +425,8 @@ class ApiProxy:
         that carries our mark is enough; anything else is read from the server,
         so an object made a moment ago by hand is never taken for a new one."""
         namespace = target.namespace if resource.namespaced else None
-        if self.cache is not None and target.name is not None:
-            kind = self.cache.lookup(resource, namespace, owner)
+        if target.name is not None:
+            kind = self._cached(resource, namespace, owner)
             cached = kind.get(namespace, target.name) if kind is not None else None
             if cached is not None and ownership.carries_ours(cached, owner):
                 return True, cached
@@ -395,20 +453,16 @@ class ApiProxy:
         return URL(server.rstrip("/") + request.rel_url.raw_path_qs, encoded=True)
 
     async def _forward(
-        self, request: web.Request, body: bytes, target: ResourcePath | None, grant: Grant
-    ) -> web.StreamResponse:
+        self, request: web.Request, body: bytes, target: ResourcePath | None
+    ) -> tuple[web.StreamResponse, bytes | None]:
+        """The API server's answer, and its body when it was buffered."""
         assert self._upstreams is not None
         async with self._upstreams.use() as via:
-            return await self._forward_via(via, request, body, target, grant)
+            return await self._forward_via(via, request, body, target)
 
     async def _forward_via(
-        self,
-        via: Upstream,
-        request: web.Request,
-        body: bytes,
-        target: ResourcePath | None,
-        grant: Grant,
-    ) -> web.StreamResponse:
+        self, via: Upstream, request: web.Request, body: bytes, target: ResourcePath | None
+    ) -> tuple[web.StreamResponse, bytes | None]:
         self.stats["forwarded"] += 1
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
         if request.method == "PATCH" and headers.get("Content-Type", "").startswith(APPLY_PATCH):
@@ -425,17 +479,7 @@ class ApiProxy:
                 allow_redirects=False,
             )
         except aiohttp.ClientError as error:
-            return web.json_response(
-                {
-                    "kind": "Status",
-                    "apiVersion": "v1",
-                    "status": "Failure",
-                    "code": 502,
-                    "reason": "BadGateway",
-                    "message": f"API server unreachable: {error}",
-                },
-                status=502,
-            )
+            return status_response(502, "BadGateway", f"API server unreachable: {error}"), None
         async with upstream:
             answer_headers = CIMultiDict(
                 (key, value)
@@ -443,9 +487,7 @@ class ApiProxy:
                 if key.lower() not in HOP_BY_HOP
             )
             watching = request.query.get("watch") in ("1", "true")
-            length = upstream.content_length
-            readonly = request.method == "GET" or target is None
-            if watching or (readonly and (length is None or length > BUFFERED_BODY)):
+            if relayed_as_it_comes(request.method, target, watching, upstream.content_length):
                 response = web.StreamResponse(
                     status=upstream.status, reason=upstream.reason, headers=answer_headers
                 )
@@ -453,28 +495,23 @@ class ApiProxy:
                 async for chunk in upstream.content.iter_any():
                     await response.write(chunk)
                 await response.write_eof()
-                return response
+                return response, None
             # A body of known, modest size goes back in one write: a streamed
             # response costs a socket send per chunk plus the chunked framing.
             payload = await upstream.read()
-            response = web.Response(
+            buffered = web.Response(
                 status=upstream.status,
                 reason=upstream.reason,
                 body=payload,
                 headers=answer_headers,
             )
-        if target is None or request.method == "GET":
-            return response
-        if 200 <= upstream.status < 300 and request.method in ("POST", "PUT", "PATCH", "DELETE"):
-            await self._after_write(target, grant.owner, payload, request.method)
-        return response
+            return buffered, payload
 
     async def _after_write(
-        self, target: ResourcePath, owner: Owner, payload: bytes, method: str
+        self, target: ResourcePath, resource: Resource, owner: Owner, payload: bytes, method: str
     ) -> None:
-        resource = await self._resource(target)
-        if resource is None:
-            return
+        """A run's write succeeded: follow the kind as a dependent, note an
+        object left unowned, and let the run read back what it wrote."""
         if method != "DELETE" and self.on_write is not None:
             self.on_write(resource, owner)
         with contextlib.suppress(ValueError):
@@ -483,17 +520,14 @@ class ApiProxy:
                 return
             if method in ("PUT", "PATCH") and target.subresource is None:
                 self._say_if_unowned(resource, obj, owner)
-            if self.cache is not None:
-                kind = self.cache.lookup(
-                    resource, (obj.get("metadata") or {}).get("namespace") or None, owner
-                )
-                if kind is not None:
-                    # Read-your-writes: the role's next GET sees this version.
-                    # A DELETE answers with the object as it was (or still is,
-                    # while finalizers run): gone only if it has no finalizers.
-                    metadata = obj.get("metadata") or {}
-                    gone = method == "DELETE" and not metadata.get("finalizers")
-                    kind.remember(obj, deleted=gone)
+            metadata = obj.get("metadata") or {}
+            kind = self._cached(resource, metadata.get("namespace") or None, owner)
+            if kind is not None:
+                # Read-your-writes: the role's next GET sees this version.
+                # A DELETE answers with the object as it was (or still is,
+                # while finalizers run): gone only if it has no finalizers.
+                gone = method == "DELETE" and not metadata.get("finalizers")
+                kind.remember(obj, deleted=gone)
 
     def _say_if_unowned(self, resource: Resource, obj: dict[str, Any], owner: Owner) -> None:
         """Once per object and owner: a run updated an object it did not create,
@@ -526,16 +560,8 @@ class ApiProxy:
         """Relay a WebSocket upgrade (how the Python client and recent kubectl
         exec, attach and port-forward) frame by frame, with our credentials."""
         if request.headers.get("Upgrade", "").lower() != "websocket":
-            return web.json_response(
-                {
-                    "kind": "Status",
-                    "apiVersion": "v1",
-                    "status": "Failure",
-                    "code": 501,
-                    "reason": "NotImplemented",
-                    "message": "the proxy relays WebSocket upgrades only (not SPDY)",
-                },
-                status=501,
+            return status_response(
+                501, "NotImplemented", "the proxy relays WebSocket upgrades only (not SPDY)"
             )
         protocols = [
             p.strip()
@@ -554,7 +580,7 @@ class ApiProxy:
         except aiohttp.WSServerHandshakeError as error:
             return web.Response(status=error.status, text=error.message)
         except aiohttp.ClientError as error:
-            return web.Response(status=502, text=f"API server unreachable: {error}")
+            return status_response(502, "BadGateway", f"API server unreachable: {error}")
         downstream = web.WebSocketResponse(
             protocols=[upstream.protocol] if upstream.protocol else (), max_msg_size=0
         )

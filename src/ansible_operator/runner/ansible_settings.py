@@ -10,8 +10,14 @@ from __future__ import annotations
 
 # Ansible settings that Ansible reads through `ansible.constants` while it
 # runs (not into plugin loaders at import): a run may differ from the server
-# in these, they are re-read in the run's fork.
-RUNTIME_SETTINGS = frozenset({"ANSIBLE_ROLES_PATH", "ANSIBLE_CACHE_PLUGIN_CONNECTION"})
+# in these, they are re-read in the run's fork. By environment variable, with
+# the setting each must still be in the installed release (else a run whose
+# value differs gets a fresh ansible-playbook, as for any other setting).
+RUNTIME_SETTINGS = {
+    "ANSIBLE_ROLES_PATH": "DEFAULT_ROLES_PATH",
+    "ANSIBLE_CACHE_PLUGIN_CONNECTION": "CACHE_PLUGIN_CONNECTION",
+}
+_runtime_settings: set[str] = set()  # those of RUNTIME_SETTINGS this release has
 _preload_settings: dict[str, str] = {}
 _setting_names: set[str] = {"ANSIBLE_CONFIG"}  # filled from Ansible's definitions
 
@@ -24,8 +30,13 @@ def remember_preload_settings(env: dict[str, str]) -> None:
     """In the warm runner, before it imports Ansible: what it imports with."""
     from ansible import constants
 
-    for definition in constants.config.get_configuration_definitions().values():
+    definitions = constants.config.get_configuration_definitions()
+    for definition in definitions.values():
         _setting_names.update(entry["name"] for entry in definition.get("env") or ())
+    for variable, setting in RUNTIME_SETTINGS.items():
+        names = {entry["name"] for entry in (definitions.get(setting) or {}).get("env") or ()}
+        if variable in names:
+            _runtime_settings.add(variable)
     _preload_settings.update(ansible_settings(env))
 
 
@@ -35,7 +46,7 @@ def stale_settings(run_env: dict[str, str]) -> set[str]:
     ours = ansible_settings(run_env)
     keys = ours.keys() | _preload_settings.keys()
     differing = {key for key in keys if ours.get(key) != _preload_settings.get(key)}
-    return differing - RUNTIME_SETTINGS
+    return differing - _runtime_settings
 
 
 def reread_ansible_settings() -> None:

@@ -1,4 +1,5 @@
-"""Compiled module payload sources, shared by every module run.
+"""Compiled module payload sources, shared by every module run
+(acceleration `compiled-module-sources`).
 
 A module's payload is a zip; Python imports from a zip by compiling each
 source file (zipimport keeps no bytecode), and compiles each one twice (once
@@ -20,6 +21,9 @@ import zipimport
 from collections.abc import Iterable
 from pathlib import Path
 
+from ansible_operator.runner.acceleration import Acceleration, require, used
+
+NAME = "compiled-module-sources"
 PAYLOAD_SOURCES = ("plugins/modules", "plugins/module_utils")
 
 
@@ -55,7 +59,9 @@ class CompiledSources:
         data = source.encode() if isinstance(source, str) else source
         key = _key(data)
         code = self._codes.get(key)
-        if code is None:
+        if code is not None:
+            used(NAME)
+        else:
             code = compile(_normalized(data), pathname, "exec", dont_inherit=True)
             self._codes[key] = code
         return code
@@ -63,6 +69,32 @@ class CompiledSources:
     def install(self) -> None:
         """Serve zipimport's compilations from here (in this process)."""
         zipimport._compile_source = self.compile_source  # type: ignore[attr-defined]
+
+
+def probe() -> None:
+    """zipimport still compiles a zipped source through _compile_source(pathname, source)."""
+    import inspect
+
+    compile_source = getattr(zipimport, "_compile_source", None)
+    require(callable(compile_source), "zipimport._compile_source is missing")
+    require(
+        list(inspect.signature(compile_source).parameters) == ["pathname", "source"],
+        "zipimport._compile_source takes other arguments than (pathname, source)",
+    )
+    require(
+        inspect.getsource(zipimport).count("_compile_source(") >= 2,  # defined, and called
+        "zipimport no longer compiles through _compile_source",
+    )
+
+
+ACCELERATION = Acceleration(
+    name=NAME,
+    saves="~0.1 s per kubernetes.core task: collection modules and module_utils "
+    "compiled once, not twice per module run",
+    relies_on="zipimport._compile_source(pathname, source)",
+    side="modules",
+    probe=probe,
+)
 
 
 def collection_roots(env: dict[str, str]) -> list[Path]:

@@ -1,4 +1,5 @@
-"""Task temporary directories on the local connection, made in process (warm runs).
+"""Task temporary directories on the local connection, made in process
+(warm runs; acceleration `local-tmp-in-process`).
 
 Action plugins that transfer files (kubernetes.core's `k8s` among them, even
 with pipelining) make a temporary directory for every task and remove it
@@ -17,6 +18,18 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from ansible_operator.runner.acceleration import Acceleration, parameters_of, require, used
+
+NAME = "local-tmp-in-process"
+# What install() replaces, with the parameters Ansible passes them, and what
+# the replacements call.
+REPLACED = {
+    "_make_tmp_path": ("remote_user",),
+    "_remove_tmp_path": ("tmp_path", "force"),
+    "_remote_expand_user": ("path", "sudoable", "pathsep"),
+}
+CALLED = ("_should_remove_tmp_path", "get_shell_option", "_get_remote_user")
+
 
 def _plain_local(action: Any) -> bool:
     connection = action._connection
@@ -25,6 +38,26 @@ def _plain_local(action: Any) -> bool:
         and not getattr(connection, "_remote_is_local", False)
         and not action._play_context.become
     )
+
+
+def probe() -> None:
+    from ansible.errors import AnsibleConnectionFailure
+    from ansible.plugins.action import ActionBase
+    from ansible.plugins.shell import ShellBase
+
+    for method, expected in REPLACED.items():
+        found = getattr(ActionBase, method, None)
+        require(callable(found), f"ansible's ActionBase.{method} is missing")
+        missing = set(expected) - parameters_of(found)  # type: ignore[arg-type]
+        require(not missing, f"ActionBase.{method} takes no {', '.join(sorted(missing))}")
+    for method in CALLED:
+        require(callable(getattr(ActionBase, method, None)), f"ActionBase.{method} is missing")
+    require(
+        callable(getattr(ShellBase, "_generate_temp_dir_name", None))
+        and callable(getattr(ShellBase, "join_path", None)),
+        "ansible's ShellBase._generate_temp_dir_name or join_path is missing",
+    )
+    require(issubclass(AnsibleConnectionFailure, Exception), "AnsibleConnectionFailure is missing")
 
 
 def install() -> None:
@@ -68,6 +101,7 @@ def install() -> None:
         finally:
             os.umask(previous)
         display.vvv(f"made {path} in process (local connection)")
+        used(NAME)
         self._cleanup_remote_tmp = True
         shell.tmpdir = shell.join_path(str(path), "")
         return shell.tmpdir
@@ -86,3 +120,13 @@ def install() -> None:
     ActionBase._remote_expand_user = expand_user  # type: ignore[method-assign]
     ActionBase._make_tmp_path = make  # type: ignore[method-assign]
     ActionBase._remove_tmp_path = remove  # type: ignore[method-assign]
+
+
+ACCELERATION = Acceleration(
+    name=NAME,
+    saves="three shell commands per file-transferring task (echo ~, mkdir, rm -rf)",
+    relies_on="ActionBase._make_tmp_path, _remove_tmp_path, _remote_expand_user; "
+    "ShellBase._generate_temp_dir_name",
+    side="runs",
+    probe=probe,
+)

@@ -1,4 +1,4 @@
-"""Module payloads shared between warm runs.
+"""Module payloads shared between warm runs (acceleration `shared-payload-cache`).
 
 Before a task's module runs, Ansible builds its payload (AnsiballZ): it
 parses the module and, recursively, every module_utils it imports, and zips
@@ -24,7 +24,17 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from ansible_operator.runner.acceleration import Acceleration, require
+
+NAME = "shared-payload-cache"
 CACHE_NAME = "ansiballz_cache"
+SETTINGS = (
+    "COLLECTIONS_PATHS",
+    "DEFAULT_ROLES_PATH",
+    "DEFAULT_MODULE_PATH",
+    "DEFAULT_MODULE_UTILS_PATH",
+    "DEFAULT_LOCAL_TMP",
+)
 RUNNER_PLAYBOOK = re.compile(r"[0-9a-f]{32}")
 COLLECTION_SOURCES = ("plugins/modules", "plugins/module_utils")
 ROLE_SOURCES = ("library", "module_utils")
@@ -90,15 +100,33 @@ def roles_identity(roles: list[str]) -> bytes:
     return ("roles:" + json.dumps(sorted(roles))).encode()
 
 
-def share_payload_cache(shared_root: Path, playbook: Path, identity: bytes | None = None) -> None:
+def probe() -> None:
+    """Ansible still caches payloads under its local temporary directory, by
+    that name, and has the settings the fingerprint reads."""
+    import inspect
+
+    from ansible import constants
+    from ansible.executor import module_common
+
+    source = inspect.getsource(module_common)
+    require(
+        f"'{CACHE_NAME}'" in source and "DEFAULT_LOCAL_TMP" in source,
+        f"ansible no longer caches module payloads in DEFAULT_LOCAL_TMP/{CACHE_NAME}",
+    )
+    missing = [name for name in SETTINGS if not hasattr(constants, name)]
+    require(not missing, f"ansible.constants has no {', '.join(missing)}")
+
+
+def share_payload_cache(shared_root: Path, playbook: Path, identity: bytes | None = None) -> bool:
     """In a warm run's ansible-playbook, once its settings are read: link its
-    payload cache to the shared one for its sources."""
+    payload cache to the shared one for its sources. True if that one holds
+    payloads already (built by an earlier run, or ahead)."""
     import ansible
     from ansible import constants
 
     identity = identity if identity is not None else playbook_identity(playbook)
     if identity is None:
-        return  # ansible-playbook reports it
+        return False  # ansible-playbook reports it
     dirs = source_dirs(
         collection_roots=constants.COLLECTIONS_PATHS,
         roles_paths=constants.DEFAULT_ROLES_PATH,
@@ -108,5 +136,17 @@ def share_payload_cache(shared_root: Path, playbook: Path, identity: bytes | Non
     shared = shared_root / fingerprint(dirs, salt=ansible.__version__.encode() + b"\0" + identity)
     shared.mkdir(mode=0o700, parents=True, exist_ok=True)
     local = Path(constants.DEFAULT_LOCAL_TMP) / CACHE_NAME
-    if not local.exists():
-        local.symlink_to(shared, target_is_directory=True)
+    if local.exists():
+        return False
+    local.symlink_to(shared, target_is_directory=True)
+    return any(shared.iterdir())
+
+
+ACCELERATION = Acceleration(
+    name=NAME,
+    saves="half the CPU of a warm reconcile: module payloads (AnsiballZ) built "
+    "once for every run with the same sources",
+    relies_on="module_common caches payloads in DEFAULT_LOCAL_TMP/ansiballz_cache",
+    side="runs",
+    probe=probe,
+)

@@ -1,4 +1,4 @@
-"""Module payloads built before the first run needs them.
+"""Module payloads built before the first run needs them (acceleration `payload-prebuild`).
 
 A run builds the payload of each module it uses the first time (see
 payload_cache.py): ~0.3 s per module, which would make the first reconcile
@@ -20,8 +20,40 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ansible_operator.runner.acceleration import Acceleration, parameters_of, require, used
 from ansible_operator.runner.ansible_settings import reread_ansible_settings
-from ansible_operator.runner.payload_cache import roles_identity, share_payload_cache
+from ansible_operator.runner.payload_cache import CACHE_NAME, roles_identity, share_payload_cache
+
+NAME = "payload-prebuild"
+MODIFY_MODULE_ARGUMENTS = (
+    "module_name",
+    "module_path",
+    "module_args",
+    "templar",
+    "task_vars",
+    "module_compression",
+    "remote_is_local",
+)
+
+
+def probe() -> None:
+    from ansible.executor import module_common
+    from ansible.playbook import Playbook
+    from ansible.playbook.play import Play
+    from ansible.plugins.loader import module_loader
+
+    modify_module = getattr(module_common, "modify_module", None)
+    require(callable(modify_module), "ansible's module_common.modify_module is missing")
+    missing = set(MODIFY_MODULE_ARGUMENTS) - parameters_of(modify_module)  # type: ignore[arg-type]
+    require(not missing, f"modify_module takes no {', '.join(sorted(missing))}")
+    require(
+        callable(getattr(module_loader, "find_plugin_with_context", None)),
+        "module_loader.find_plugin_with_context is missing",
+    )
+    require(
+        callable(getattr(Playbook, "load", None)) and callable(getattr(Play, "load", None)),
+        "Playbook.load or Play.load is missing",
+    )
 
 
 def _tasks(blocks: list[Any]) -> Iterator[Any]:
@@ -83,6 +115,10 @@ def prebuild_target(payload_root: Path, target: dict[str, str]) -> None:
         playbook, identity = Path(target["playbook"]), None
     reread_ansible_settings()
     share_payload_cache(payload_root, playbook, identity)
+    from ansible import constants
+
+    cache = Path(constants.DEFAULT_LOCAL_TMP) / CACHE_NAME
+    before = _entries(cache)
     loader = DataLoader()
     inventory = InventoryManager(loader=loader, sources="localhost,")
     variables = VariableManager(loader=loader, inventory=inventory)
@@ -93,6 +129,15 @@ def prebuild_target(payload_root: Path, target: dict[str, str]) -> None:
             if task.action not in built:
                 built.add(task.action)
                 _build(task, templar)
+    used(NAME, max(0, _entries(cache) - before))
+
+
+def _entries(cache: Path) -> int:
+    """Payloads in the cache (not their lock files)."""
+    try:
+        return sum(1 for entry in cache.iterdir() if not entry.name.endswith((".lock", "-part")))
+    except OSError:
+        return 0
 
 
 def prebuild(payload_root: Path, targets: list[dict[str, str]]) -> None:
@@ -113,3 +158,14 @@ def prebuild(payload_root: Path, targets: list[dict[str, str]]) -> None:
                 os._exit(code)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
+
+
+ACCELERATION = Acceleration(
+    name=NAME,
+    saves="~0.3 s per module on the first reconcile after start-up: payloads built "
+    "ahead, while nothing runs",
+    relies_on="module_common.modify_module(...), module_loader.find_plugin_with_context, "
+    "Playbook.load, Play.load",
+    side="runs",
+    probe=probe,
+)

@@ -18,6 +18,12 @@ environment differs only in settings that Ansible reads at run time gets
 those re-read, and any other difference makes that run start the real
 `ansible-playbook` instead, so a run never sees stale configuration.
 
+What makes a run faster than that (ansible-playbook in the fork among it) is
+a list of accelerations (accelerations.py), each probed here at start-up
+against the installed versions: one that does not apply stays off, and the
+run gets the stock behaviour for it. The `ready` line reports each verdict;
+the file `acceleration-hits` counts how often each was used.
+
 Protocol (one unix connection per run, the operator's alone): the operator
 sends one JSON line `{"argv": [...], "env": {...}, "cwd": "..."}` (argv as
 for `ansible-runner`); the server answers `pid <runner pid>` then, when the
@@ -40,20 +46,31 @@ import socket
 import sys
 import tempfile
 import threading
-import types
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ansible_operator.runner import cgroups, local_tmp, module_server, proctree, template_cache
+from ansible_operator.runner import (
+    acceleration,
+    cgroups,
+    hits,
+    local_tmp,
+    module_server,
+    payload_cache,
+    plugin_preload,
+    prebuild,
+    proctree,
+    runner_patches,
+    template_cache,
+)
+from ansible_operator.runner.accelerations import accelerations
 from ansible_operator.runner.ansible_settings import (
     remember_preload_settings,
     reread_ansible_settings,
     stale_settings,
 )
 from ansible_operator.runner.forkserver import die_with_parent, listen, serve_forks
-from ansible_operator.runner.payload_cache import share_payload_cache
-from ansible_operator.runner.prebuild import prebuild
 
 # What every run imports. Not ansible-runner's display callback: it reads the
 # run's artifact directory from the environment when it is imported.
@@ -82,20 +99,6 @@ WARM_IMPORTS = (
     "jinja2",
     "yaml",
 )
-# Plugins nearly every run loads: found, imported and their documented
-# options parsed (YAML) once, here, instead of in every run.
-WARM_PLUGINS = (
-    ("strategy_loader", "linear"),
-    ("action_loader", "normal"),
-    ("action_loader", "command"),
-    ("action_loader", "debug"),
-    ("action_loader", "set_fact"),
-    ("action_loader", "include_tasks"),
-    ("action_loader", "kubernetes.core.k8s"),
-    ("action_loader", "kubernetes.core.k8s_info"),
-    ("lookup_loader", "kubernetes.core.k8s"),
-)
-PLAYBOOK_COMMAND = "ansible-playbook"
 _shared_root = Path()  # caches shared by the runs (payloads, templates)
 MAX_REQUEST = 16 << 20
 
@@ -112,50 +115,12 @@ def runner_environment(scratch: Path) -> dict[str, str]:
     return {str(key): str(value) for key, value in config.env.items()}
 
 
-def _warm_ansible() -> None:
-    """What `ansible-playbook` does before its first task and that is the same
-    for every run: the collection loader, the inventory plugins, common plugins."""
-    from ansible import constants
-    from ansible.plugins import callback as callback_package
-    from ansible.plugins import loader
-
-    loader.init_plugin_loader()
-    # As ansible-playbook does first (playbook_executor.py), caching their options.
-    for every in (loader.connection_loader, loader.shell_loader, loader.become_loader):
-        list(every.all(class_only=True))
-    for name in constants.INVENTORY_ENABLED:
-        with contextlib.suppress(Exception):
-            loader.inventory_loader.get(name)
-    for loader_name, name in WARM_PLUGINS:
-        with contextlib.suppress(Exception):
-            getattr(loader, loader_name).get(name, class_only=True)
-    # Every run loads all callback plugins; not ansible-runner's (its import
-    # reads the run's artifact directory), so only Ansible's own, here.
-    for builtin in Path(callback_package.__file__).parent.glob("[!_]*.py"):
-        with contextlib.suppress(Exception):
-            loader.callback_loader.get(builtin.stem, class_only=True)
-
-
-# ----- inside the run's ansible-playbook fork ---------------------------------
-def _freeze_before_each_worker() -> None:
-    """Ansible forks a worker per task: like the server's forks, they should
-    not copy what their garbage collector would walk."""
-    from ansible.executor.process.worker import WorkerProcess
-
-    start = WorkerProcess.start
-
-    def frozen_start(self: WorkerProcess) -> None:
-        gc.freeze()
-        start(self)
-
-    WorkerProcess.start = frozen_start  # type: ignore[method-assign]
-
-
 def _playbook_here(argv: list[str], env: dict[str, str]) -> None:
     """pexpect's pre-exec hook in the pseudo-terminal fork: be ansible-playbook."""
     # Every descriptor but the terminal: pexpect's exec-error pipe among them,
     # which tells its parent the "exec" happened.
     os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+    hits.forget_descriptor()
     stale = stale_settings(env)
     if stale:
         sys.stderr.write(
@@ -172,10 +137,13 @@ def _playbook_here(argv: list[str], env: dict[str, str]) -> None:
         for stream in (sys.stdout, sys.stderr):
             stream.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
         reread_ansible_settings()
-        _freeze_before_each_worker()
-        local_tmp.install()
-        share_payload_cache(_shared_root / "payloads", Path(argv[-1]))
-        template_cache.install(_shared_root / "templates")
+        acceleration.used(runner_patches.PLAYBOOK_IN_FORK)
+        acceleration.install(runner_patches.WORKER_GC, runner_patches.install_worker_gc)
+        acceleration.install(local_tmp.NAME, local_tmp.install)
+        acceleration.install(payload_cache.NAME, _share_payloads(Path(argv[-1])))
+        acceleration.install(
+            template_cache.NAME, lambda: template_cache.install(_shared_root / "templates")
+        )
         # The server configured it already, with this run's settings.
         warnings.filterwarnings("ignore", "AnsibleCollectionFinder has already been configured")
         from ansible.cli.playbook import PlaybookCLI
@@ -209,48 +177,12 @@ class _Run:
             os.killpg(os.getpid(), signal.SIGKILL)
 
 
-def _spawn_in_process() -> None:
-    import pexpect
+def _share_payloads(playbook: Path) -> Callable[[], None]:
+    def share() -> None:
+        if payload_cache.share_payload_cache(_shared_root / "payloads", playbook):
+            acceleration.used(payload_cache.NAME)
 
-    real_spawn = pexpect.spawn
-
-    def spawn(command: str, args: list[str] | None = None, **kwargs: Any) -> Any:
-        argv = [command, *(args or [])]
-        env = kwargs.get("env") or dict(os.environ)
-        if Path(command).name == PLAYBOOK_COMMAND and kwargs.get("preexec_fn") is None:
-            resolved = pexpect.which(command, env=env) or command
-            kwargs["preexec_fn"] = lambda: _playbook_here([resolved, *argv[1:]], env)
-        child = real_spawn(command, args or [], **kwargs)
-        _close_without_delay(child)
-        return child
-
-    pexpect.spawn = spawn  # type: ignore[misc]
-
-
-def _close_without_delay(child: Any) -> None:
-    """ansible-runner closes the terminal once it read its end, and pexpect
-    then sleeps 0.1 s "to give the kernel time" before it looks whether the
-    process ended: wait for that instead."""
-    close = child.close
-
-    def close_when_ended(force: bool = True) -> None:
-        with contextlib.suppress(Exception):
-            child.ptyproc.wait()
-        child.ptyproc.delayafterclose = 0.0
-        close(force)
-
-    child.close = close_when_ended
-
-
-def _write_events_whole() -> None:
-    """ansible-runner writes each event file with json.dump through a codecs
-    writer: one encoder call per JSON fragment. The same text, written once."""
-    import ansible_runner.runner as runner_module
-
-    fast_json = types.ModuleType("json")
-    fast_json.__dict__.update(json.__dict__)
-    fast_json.dump = lambda obj, fp, *args, **kwargs: fp.write(json.dumps(obj, *args, **kwargs))  # type: ignore[attr-defined]
-    runner_module.json = fast_json  # type: ignore[attr-defined]
+    return share
 
 
 def _watch_connection(conn: socket.socket, run: _Run) -> None:
@@ -279,8 +211,12 @@ def _runner(conn: socket.socket) -> None:
         tempfile.tempdir = None
         os.chdir(request["cwd"])
         threading.Thread(target=_watch_connection, args=(conn, run), daemon=True).start()
-        _spawn_in_process()
-        _write_events_whole()
+        acceleration.install(
+            runner_patches.PLAYBOOK_IN_FORK,
+            lambda: runner_patches.install_playbook_in_fork(_playbook_here),
+        )
+        acceleration.install(runner_patches.PTY_CLOSE, runner_patches.install_pty_close)
+        acceleration.install(runner_patches.EVENT_FILES, runner_patches.install_event_files)
         from ansible_runner.__main__ import main
 
         argv = [str(arg) for arg in request["argv"]]
@@ -307,10 +243,13 @@ def _read_request(conn: socket.socket) -> dict[str, Any]:
 
 
 # ----- the server ---------------------------------------------------------------
-def _start_module_server(module_socket: Path) -> None:
+def _start_module_server(
+    module_socket: Path, every: tuple[acceleration.Acceleration, ...], switched_off: list[str]
+) -> None:
     """The warm module interpreter, forked before Ansible's controller side is
     imported here: it has only what modules need, and the Python and
     libraries both load are in memory once."""
+    acceleration.probe((a for a in every if a.side == "modules"), switched_off)
     module_server.preload()
     listener = listen(module_socket)
     gc.freeze()  # our collector must not walk (and so copy) what the fork shares
@@ -321,12 +260,21 @@ def _start_module_server(module_socket: Path) -> None:
 
 
 def serve(
-    run_socket: Path, module_socket: Path, scratch: Path, targets: list[dict[str, str]]
+    run_socket: Path,
+    module_socket: Path,
+    scratch: Path,
+    targets: list[dict[str, str]],
+    switched_off: list[str],
 ) -> None:
     """`targets`: the watches' roles and playbooks (`{"role": path}` or
-    `{"playbook": path}`), whose module payloads are built ahead."""
+    `{"playbook": path}`), whose module payloads are built ahead;
+    `switched_off`: accelerations the operator was told not to use."""
     die_with_parent()
-    _start_module_server(module_socket)
+    shim = module_server.write_shim(scratch / module_server.SHIM_FILE, module_socket)
+    every = accelerations(shim)
+    counters = hits.HitCounters.create(scratch / hits.HITS_FILE, [a.name for a in every])
+    hits.use(counters)
+    _start_module_server(module_socket, every, switched_off)
     # Ansible's configuration as a run sees it: ansible-runner's additions
     # (callback plugins, stdout callback, ...) on top of the operator's.
     os.environ.update(runner_environment(scratch))
@@ -338,17 +286,21 @@ def serve(
     for name in WARM_IMPORTS:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
-    _warm_ansible()
+    acceleration.probe((a for a in every if a.side == "runs"), switched_off)
+    verdicts = {a.name: acceleration.verdict(a.name) for a in every}
+    counters.reset()  # what the probes did is not a use
+    acceleration.install(plugin_preload.NAME, plugin_preload.preload)
     # Made when Ansible's settings were read; each run makes (and removes) its own.
     from ansible import constants
 
     shutil.rmtree(constants.DEFAULT_LOCAL_TMP, ignore_errors=True)
     listener = listen(run_socket)
-    print("ready", flush=True)
-    if targets and os.fork() == 0:
+    report = {name: verdict.as_json() for name, verdict in verdicts.items()}
+    print(f"ready {json.dumps(report)}", flush=True)
+    if targets and acceleration.enabled(prebuild.NAME) and os.fork() == 0:
         listener.close()
         os.nice(10)  # runs come first
-        prebuild(_shared_root / "payloads", targets)
+        prebuild.prebuild(_shared_root / "payloads", targets)
         os._exit(0)
     serve_forks(listener, _handle)
 
@@ -359,4 +311,10 @@ def _handle(conn: socket.socket) -> NoReturn:
 
 
 if __name__ == "__main__":
-    serve(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), json.loads(sys.argv[4]))
+    serve(
+        Path(sys.argv[1]),
+        Path(sys.argv[2]),
+        Path(sys.argv[3]),
+        json.loads(sys.argv[4]),
+        json.loads(sys.argv[5]),
+    )

@@ -22,8 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ansible_operator.collections import COLLECTIONS_PATH
+from ansible_operator.runner.acceleration import Verdict
 from ansible_operator.runner.ansible_paths import ansible_search_paths, joined
-from ansible_operator.runner.module_server import write_shim
+from ansible_operator.runner.hits import HITS_FILE, HitCounters
+from ansible_operator.runner.module_server import NAME as MODULE_INTERPRETER
+from ansible_operator.runner.module_server import SHIM_FILE
 
 log = logging.getLogger("ansible_operator.runner")
 CALLBACK_PLUGINS = Path(__file__).resolve().parent / "callback_plugins"
@@ -60,9 +63,19 @@ def ansible_environment(
 
 @dataclass
 class WarmProcesses:
-    interpreter: Path  # the shim runs name as their Python interpreter
+    # The shim runs name as their Python interpreter (None: the module
+    # interpreter's probe failed, modules run under plain Python).
+    interpreter: Path | None
     run_socket: Path  # where runs are asked of the warm runner
     process: asyncio.subprocess.Process  # the warm runner; the module interpreter is its child
+    accelerations: dict[str, Verdict]  # each acceleration's verdict, in report order
+    hits_file: Path  # how often each was used (runner/hits.py)
+
+    def hits(self) -> dict[str, int]:
+        try:
+            return HitCounters.open(self.hits_file).read()
+        except (OSError, ValueError):
+            return {}
 
     async def stop(self) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -71,10 +84,15 @@ class WarmProcesses:
 
 
 async def start_warm_processes(
-    scratch: Path, run_env: dict[str, str], targets: list[dict[str, str]] | None = None
+    scratch: Path,
+    run_env: dict[str, str],
+    targets: list[dict[str, str]] | None = None,
+    switched_off: tuple[str, ...] = (),
 ) -> WarmProcesses:
     """`run_env`: `ansible_environment(...)`; `targets`: the roles and
-    playbooks runs will play (`{"role": path}`, `{"playbook": path}`)."""
+    playbooks runs will play (`{"role": path}`, `{"playbook": path}`);
+    `switched_off`: accelerations not to use. Raises RuntimeError if the
+    warm runner does not start."""
     env = {**os.environ, **run_env}
     # Runs find ansible-playbook beside our interpreter (see process.execute).
     env["PATH"] = os.pathsep.join(filter(None, [str(Path(sys.executable).parent), env.get("PATH")]))
@@ -90,6 +108,7 @@ async def start_warm_processes(
         str(module_socket),
         str(runner_scratch),
         json.dumps(targets or []),
+        json.dumps(list(switched_off)),
         stdout=asyncio.subprocess.PIPE,
         env=env,
     )
@@ -98,10 +117,24 @@ async def start_warm_processes(
         ready = await asyncio.wait_for(process.stdout.readline(), START_TIMEOUT)
     except TimeoutError:
         ready = b""
-    if ready.strip() != b"ready":
+    word, _, report = ready.decode(errors="replace").strip().partition(" ")
+    try:
+        verdicts = {
+            name: Verdict(bool(found["on"]), str(found.get("why", "")))
+            for name, found in json.loads(report).items()
+        }
+    except (ValueError, TypeError, KeyError, AttributeError):
+        verdicts = {}
+    if word != "ready" or not verdicts:
         with contextlib.suppress(ProcessLookupError):
             process.kill()
         await process.wait()
         raise RuntimeError(f"the warm runner did not start (exit code {process.returncode})")
-    log.info("warm runner ready pid=%s", process.pid)
-    return WarmProcesses(write_shim(scratch / "python", module_socket), run_socket, process)
+    on = [name for name, verdict in verdicts.items() if verdict.on]
+    log.info("warm runner ready pid=%s accelerations on: %s", process.pid, ", ".join(on) or "none")
+    for name, verdict in verdicts.items():
+        if not verdict.on:
+            log.warning("warm runner acceleration %s off, stock behaviour: %s", name, verdict.why)
+    module_interpreter = verdicts.get(MODULE_INTERPRETER, Verdict(False)).on
+    interpreter = runner_scratch / SHIM_FILE if module_interpreter else None
+    return WarmProcesses(interpreter, run_socket, process, verdicts, runner_scratch / HITS_FILE)

@@ -1,9 +1,11 @@
-"""One watch's controller: its work queue, its workers and the reconcile of one
-object (the reference's flow, with its weaknesses fixed).
+"""The Ansible reconciler: one object of a watch, reconciled once (the
+reference's flow, with its weaknesses fixed). The generic controller
+(controller.py) calls it with a key and follows the `Outcome` it returns.
 
-    get object from the cache -> annotations valid? -> finalizer handling ->
-    Running -> Ansible run -> finalizer removal -> Successful / Failure
-    (+ observedGeneration, Events) -> requeue (requeue_after, period, backoff)
+    read the object (ObjectReader) -> gone? forget it -> annotations valid? ->
+    finalizer handling -> Running -> Ansible run (runner.run) -> finalizer
+    removal -> Successful / Failure (+ observedGeneration, Events) -> Outcome
+    (requeue_after, the reconcile period, or retry with backoff)
 """
 
 from __future__ import annotations
@@ -11,19 +13,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import datetime
 import logging
-import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
 from ansible_operator import params
 from ansible_operator.controller import conditions
 from ansible_operator.controller.annotations import AnnotationError, object_settings
 from ansible_operator.controller.events import record_event
 from ansible_operator.controller.finalizers import add_finalizer, has_finalizer, remove_finalizer
-from ansible_operator.controller.predicates import primary_update_matters
-from ansible_operator.controller.queue import ShutDown, WorkQueue
+from ansible_operator.controller.reconcile import ObjectKey, ObjectReader, Outcome
 from ansible_operator.controller.status import ObjectGone, write_conditions
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.kube.types import Resource
@@ -36,22 +37,9 @@ from ansible_operator.watches import Watch
 log = logging.getLogger("ansible_operator.controller")
 
 
-@dataclass(frozen=True, order=True)
-class ObjectKey:
-    namespace: str
-    name: str
-
-
-class ObjectReader(Protocol):
-    """Where a controller reads the objects it reconciles: its informer's
-    cache, or the one object of `ansible-operator reconcile`."""
-
-    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None: ...
-
-
 @dataclass
 class Shared:
-    """What every watch's controller shares."""
+    """What every watch's reconciler shares."""
 
     api: ApiClient
     options: OperatorOptions
@@ -59,26 +47,15 @@ class Shared:
     runner: Runner  # does the Ansible runs (runner/run.py)
 
 
-@dataclass
-class Outcome:
-    """What a reconcile asks of the queue."""
+class AnsibleReconciler:
+    """Reconciles the objects of one watch by running its role or playbook."""
 
-    requeue_after: float | None = None
-    retry: bool = False  # back off and try again
-    notes: list[str] = field(default_factory=list)
-
-
-class WatchController:
-    def __init__(self, watch: Watch, resource: Resource, informer: ObjectReader, shared: Shared):
+    def __init__(self, watch: Watch, resource: Resource, reader: ObjectReader, shared: Shared):
         self.watch = watch
         self.resource = resource
-        self.informer = informer
+        self.reader = reader
         self.shared = shared
         self.gvk_label = f"{watch.gvk.group or 'core'}/{watch.gvk.version}/{watch.gvk.kind}"
-        self.queue: WorkQueue[ObjectKey] = WorkQueue(self.gvk_label)
-        self.workers = watch.max_concurrent_reconciles or shared.options.max_concurrent_reconciles
-        self._tasks: list[asyncio.Task[None]] = []
-        self._in_flight: set[ObjectKey] = set()
         self._warned: dict[ObjectKey, tuple[str, ...]] = {}  # annotation warnings already sent
 
     @property
@@ -90,105 +67,11 @@ class WatchController:
         """Check mode (`reconcile --check`): Ansible in check mode, and we write nothing."""
         return self.shared.options.check_mode
 
-    # ----- events -> queue ---------------------------------------------------
-    def on_event(self, kind: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-        obj = new if new is not None else old
-        if obj is None:
-            return
-        metadata = obj.get("metadata") or {}
-        key = ObjectKey(metadata.get("namespace") or "", metadata["name"])
-        if kind == "DELETED":
-            self.queue.forget(key)
-            self._warned.pop(key, None)
-            self._forget_metrics(obj)
-            return
-        if kind == "MODIFIED" and not primary_update_matters(
-            old, obj, watch_annotations=self.watch.watch_annotations_changes
-        ):
-            return
-        self.enqueue(key)
-
-    def enqueue(self, key: ObjectKey) -> None:
-        self.queue.add(key)
-        self.shared.metrics.queue_depth.labels(self.gvk_label).set(len(self.queue))
-
-    # ----- workers -----------------------------------------------------------
-    def start(self) -> None:
-        for number in range(self.workers):
-            self._tasks.append(
-                asyncio.create_task(self._worker(), name=f"{self.gvk_label}#{number}")
-            )
-
-    async def _worker(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except ShutDown:
-                return
-            self.shared.metrics.queue_depth.labels(self.gvk_label).set(len(self.queue))
-            self._in_flight.add(key)
-            try:
-                outcome = await self._reconcile_safely(key)
-            finally:
-                self._in_flight.discard(key)
-            if outcome.retry:
-                delay = self.queue.add_rate_limited(key)
-                log.info(
-                    "retrying with backoff kind=%s namespace=%s name=%s delay=%.1fs",
-                    self.watch.gvk.kind,
-                    key.namespace,
-                    key.name,
-                    delay,
-                )
-            else:
-                self.queue.forget(key)
-                if outcome.requeue_after is not None and outcome.requeue_after > 0:
-                    self.queue.add_after(key, outcome.requeue_after)
-            self.queue.done(key)
-
-    async def stop(self, grace: float) -> None:
-        """Stop taking work; let runs finish for `grace` seconds, then kill them."""
-        await self.queue.shutdown()
-        if not self._tasks:
-            return
-        _done, pending = await asyncio.wait(self._tasks, timeout=grace)
-        for task in pending:
-            task.cancel()
-        for task in pending:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
     # ----- one reconcile -----------------------------------------------------
-    async def _reconcile_safely(self, key: ObjectKey) -> Outcome:
-        started = time.monotonic()
-        try:
-            return await self.reconcile(key)
-        except ApiError as error:
-            log.warning(
-                "reconcile hit an API error kind=%s namespace=%s name=%s error=%s",
-                self.watch.gvk.kind,
-                key.namespace,
-                key.name,
-                error,
-            )
-            return Outcome(retry=True)
-        except Exception:
-            log.exception(
-                "reconcile crashed kind=%s namespace=%s name=%s",
-                self.watch.gvk.kind,
-                key.namespace,
-                key.name,
-            )
-            return Outcome(retry=True)
-        finally:
-            self.shared.metrics.reconciles.labels(self.gvk_label).observe(
-                time.monotonic() - started
-            )
-
     async def reconcile(self, key: ObjectKey) -> Outcome:
-        cached = self.informer.get(key.namespace or None, key.name)
+        cached = self.reader.get(key.namespace or None, key.name)
         if cached is None:
-            self._forget_metrics({"metadata": {"name": key.name, "namespace": key.namespace}})
+            self._forget(key)
             return Outcome()
         obj = copy.deepcopy(cached)
         metadata = obj["metadata"]
@@ -363,20 +246,17 @@ class WatchController:
             observed_generation=metadata.get("generation") if observe else None,
         )
 
-    def _forget_metrics(self, obj: dict[str, Any]) -> None:
-        """A deleted object's series go with it."""
-        metadata = obj.get("metadata") or {}
-        name, namespace = metadata.get("name", ""), metadata.get("namespace", "")
+    def _forget(self, key: ObjectKey) -> None:
+        """The object is gone: its metric series and remembered warnings go with it."""
+        self._warned.pop(key, None)
         gvk = self.watch.gvk
-        self.shared.metrics.forget_object(name, namespace, gvk.group, gvk.version, gvk.kind)
+        self.shared.metrics.forget_object(key.name, key.namespace, gvk.group, gvk.version, gvk.kind)
 
     def _record_created(self, obj: dict[str, Any]) -> None:
         metadata = obj.get("metadata") or {}
         created = metadata.get("creationTimestamp")
         if not created:
             return
-        import datetime
-
         with contextlib.suppress(ValueError):
             timestamp = datetime.datetime.fromisoformat(created.replace("Z", "+00:00"))
             self.shared.metrics.resource_created_at.labels(

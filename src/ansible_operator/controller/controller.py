@@ -1,0 +1,122 @@
+"""A generic controller (controller-runtime's pkg/internal/controller): a work
+queue and its workers, calling a `Reconciler` for each key and turning its
+`Outcome` into the queue's next step.
+
+    retry          -> back off (per key, exponential) and run again
+    requeue_after  -> forget the backoff, run again after that many seconds
+    neither        -> forget the backoff; the next event brings it back
+
+It knows nothing of Ansible, watches or informers: what to reconcile comes in
+through `enqueue`, how to reconcile is the reconciler's business.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+
+from ansible_operator.controller.queue import ShutDown, WorkQueue
+from ansible_operator.controller.reconcile import ObjectKey, Outcome, Reconciler
+from ansible_operator.kube.client import ApiError
+from ansible_operator.metrics import Metrics
+
+log = logging.getLogger("ansible_operator.controller")
+
+
+class Controller:
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        reconciler: Reconciler,
+        *,
+        workers: int,
+        metrics: Metrics,
+    ) -> None:
+        """`name` labels the queue's metrics (group/version/kind); `kind` is
+        what log lines about its objects say."""
+        self.name = name
+        self.kind = kind
+        self.reconciler = reconciler
+        self.workers = workers
+        self.metrics = metrics
+        self.queue: WorkQueue[ObjectKey] = WorkQueue(name)
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def enqueue(self, key: ObjectKey) -> None:
+        self.queue.add(key)
+        self.observe_queue()
+
+    def observe_queue(self) -> None:
+        self.metrics.queue_depth.labels(self.name).set(len(self.queue))
+
+    # ----- workers -----------------------------------------------------------
+    def start(self) -> None:
+        for number in range(self.workers):
+            self._tasks.append(asyncio.create_task(self._worker(), name=f"{self.name}#{number}"))
+
+    async def stop(self, grace: float) -> None:
+        """Stop taking work; let reconciles finish for `grace` seconds, then cancel them."""
+        await self.queue.shutdown()
+        if not self._tasks:
+            return
+        _done, pending = await asyncio.wait(self._tasks, timeout=grace)
+        for task in pending:
+            task.cancel()
+        for task in pending:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except ShutDown:
+                return
+            self.observe_queue()
+            try:
+                outcome = await self._reconcile(key)
+                self._follow(key, outcome)
+            finally:
+                self.queue.done(key)
+
+    def _follow(self, key: ObjectKey, outcome: Outcome) -> None:
+        if outcome.retry:
+            delay = self.queue.add_rate_limited(key)
+            log.info(
+                "retrying with backoff kind=%s namespace=%s name=%s delay=%.1fs",
+                self.kind,
+                key.namespace,
+                key.name,
+                delay,
+            )
+            return
+        self.queue.forget(key)
+        if outcome.requeue_after is not None and outcome.requeue_after > 0:
+            self.queue.add_after(key, outcome.requeue_after)
+
+    async def _reconcile(self, key: ObjectKey) -> Outcome:
+        started = time.monotonic()
+        try:
+            return await self.reconciler.reconcile(key)
+        except ApiError as error:
+            log.warning(
+                "reconcile hit an API error kind=%s namespace=%s name=%s error=%s",
+                self.kind,
+                key.namespace,
+                key.name,
+                error,
+            )
+            return Outcome(retry=True)
+        except Exception:
+            log.exception(
+                "reconcile crashed kind=%s namespace=%s name=%s",
+                self.kind,
+                key.namespace,
+                key.name,
+            )
+            return Outcome(retry=True)
+        finally:
+            self.metrics.reconciles.labels(self.name).observe(time.monotonic() - started)

@@ -1,0 +1,79 @@
+"""Plugins loaded once in the warm runner (acceleration `plugin-preload`).
+
+What `ansible-playbook` does before its first task and that is the same for
+every run: the collection loader, the inventory plugins, the connection,
+shell and become plugins and the plugins nearly every run uses, found,
+imported and their documented options parsed (YAML) once, here, instead of
+in every run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from ansible_operator.runner.acceleration import Acceleration, require, used
+
+NAME = "plugin-preload"
+PLUGINS = (
+    ("strategy_loader", "linear"),
+    ("action_loader", "normal"),
+    ("action_loader", "command"),
+    ("action_loader", "debug"),
+    ("action_loader", "set_fact"),
+    ("action_loader", "include_tasks"),
+    ("action_loader", "kubernetes.core.k8s"),
+    ("action_loader", "kubernetes.core.k8s_info"),
+    ("lookup_loader", "kubernetes.core.k8s"),
+)
+LOADERS = (
+    "connection_loader",
+    "shell_loader",
+    "become_loader",
+    "inventory_loader",
+    "callback_loader",
+    "strategy_loader",
+    "action_loader",
+    "lookup_loader",
+)
+
+
+def probe() -> None:
+    from ansible.plugins import loader
+
+    require(callable(getattr(loader, "init_plugin_loader", None)), "init_plugin_loader is missing")
+    missing = [name for name in LOADERS if not hasattr(loader, name)]
+    require(not missing, f"ansible.plugins.loader has no {', '.join(missing)}")
+
+
+def preload() -> None:
+    from ansible import constants
+    from ansible.plugins import callback as callback_package
+    from ansible.plugins import loader
+
+    loader.init_plugin_loader()
+    loaded = 0
+    # As ansible-playbook does first (playbook_executor.py), caching their options.
+    for every in (loader.connection_loader, loader.shell_loader, loader.become_loader):
+        loaded += len(list(every.all(class_only=True)))
+    for name in constants.INVENTORY_ENABLED:
+        with contextlib.suppress(Exception):
+            loaded += loader.inventory_loader.get(name) is not None
+    for loader_name, name in PLUGINS:
+        with contextlib.suppress(Exception):
+            loaded += getattr(loader, loader_name).get(name, class_only=True) is not None
+    # Every run loads all callback plugins; not ansible-runner's (its import
+    # reads the run's artifact directory), so only Ansible's own, here.
+    for builtin in Path(callback_package.__file__).parent.glob("[!_]*.py"):
+        with contextlib.suppress(Exception):
+            loaded += loader.callback_loader.get(builtin.stem, class_only=True) is not None
+    used(NAME, loaded)
+
+
+ACCELERATION = Acceleration(
+    name=NAME,
+    saves="finding, importing and parsing the documentation of ~40 plugins in every run",
+    relies_on="ansible.plugins.loader (init_plugin_loader and the plugin loaders' caches)",
+    side="runs",
+    probe=probe,
+)

@@ -1,0 +1,130 @@
+"""An AdmissionReview from the API server: what it asks, and the variables a role gets.
+
+The role sees one variable, ``admission``, with the request's fields snake_cased
+(``old_object``, ``user_info``, ``dry_run``, ``sub_resource``); the objects inside keep their
+own keys, since a mutating role answers with the object as Kubernetes spells it. Everything
+in it came from whoever made the request, so every string is marked unsafe: Ansible never
+templates it (params.mark_unsafe), whatever the webhook. The webhook's own ``vars`` are the
+operator author's and stay templated.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ansible_operator import params
+from ansible_operator.webhook_entries import Webhook
+
+REVIEW_API_VERSION = "admission.k8s.io/v1"
+
+
+class ReviewError(ValueError):
+    """The body is no AdmissionReview request we can answer."""
+
+
+@dataclass(frozen=True)
+class AdmissionRequest:
+    uid: str
+    operation: str
+    kind: dict[str, str]  # group, version, kind of the object
+    resource: dict[str, str]  # group, version, resource
+    namespace: str
+    name: str
+    obj: dict[str, Any] | None
+    old_object: dict[str, Any] | None
+    user_info: dict[str, Any] = field(default_factory=dict)
+    dry_run: bool = False
+    sub_resource: str = ""
+    options: dict[str, Any] | None = None
+
+    @property
+    def shown_name(self) -> str:
+        """The name for log lines: a CREATE with generateName has none yet."""
+        if self.name:
+            return self.name
+        generated = ((self.obj or {}).get("metadata") or {}).get("generateName")
+        return f"{generated}*" if generated else ""
+
+    def describe(self) -> str:
+        """As log lines name the request."""
+        return (
+            f"kind={self.kind.get('kind', '')} namespace={self.namespace} "
+            f"name={self.shown_name} operation={self.operation}"
+        )
+
+
+def _mapping(value: Any, what: str) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ReviewError(f"request.{what} must be an object")
+    return dict(value)
+
+
+def parse_review(body: bytes) -> AdmissionRequest:
+    """The request of an ``admission.k8s.io/v1`` AdmissionReview."""
+    try:
+        review = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ReviewError(f"the body is not JSON: {error}") from None
+    if not isinstance(review, Mapping):
+        raise ReviewError("the body is not a JSON object")
+    if review.get("kind") != "AdmissionReview" or review.get("apiVersion") != REVIEW_API_VERSION:
+        raise ReviewError(
+            f"expected kind AdmissionReview, apiVersion {REVIEW_API_VERSION}; got kind "
+            f"{review.get('kind')!r}, apiVersion {review.get('apiVersion')!r}"
+        )
+    request = review.get("request")
+    if not isinstance(request, Mapping):
+        raise ReviewError("the AdmissionReview has no request")
+    uid = request.get("uid")
+    if not isinstance(uid, str) or not uid:
+        raise ReviewError("request.uid is missing")
+    return AdmissionRequest(
+        uid=uid,
+        operation=str(request.get("operation") or ""),
+        kind=_mapping(request.get("kind"), "kind") or {},
+        resource=_mapping(request.get("resource"), "resource") or {},
+        namespace=str(request.get("namespace") or ""),
+        name=str(request.get("name") or ""),
+        obj=_mapping(request.get("object"), "object"),
+        old_object=_mapping(request.get("oldObject"), "oldObject"),
+        user_info=_mapping(request.get("userInfo"), "userInfo") or {},
+        dry_run=request.get("dryRun") is True,
+        sub_resource=str(request.get("subResource") or ""),
+        options=_mapping(request.get("options"), "options"),
+    )
+
+
+def admission_vars(request: AdmissionRequest, webhook: Webhook) -> dict[str, Any]:
+    """The extra vars of the run that answers `request`."""
+    from_cluster = {
+        "admission": {
+            "uid": request.uid,
+            "operation": request.operation,
+            "kind": copy.deepcopy(request.kind),
+            "resource": copy.deepcopy(request.resource),
+            "sub_resource": request.sub_resource,
+            "namespace": request.namespace,
+            "name": request.name,
+            "object": copy.deepcopy(request.obj),
+            "old_object": copy.deepcopy(request.old_object),
+            "user_info": copy.deepcopy(request.user_info),
+            "dry_run": request.dry_run,
+            "options": copy.deepcopy(request.options),
+            "webhook": webhook.name,
+        },
+        "ansible_operator_meta": {"name": request.name, "namespace": request.namespace},
+    }
+    extravars: dict[str, Any] = params.mark_unsafe(from_cluster)
+    extravars.update(copy.deepcopy(webhook.vars))
+    return extravars
+
+
+def review_answer(response: Mapping[str, Any]) -> dict[str, Any]:
+    """The AdmissionReview sent back around a response (which carries the request's uid)."""
+    return {"apiVersion": REVIEW_API_VERSION, "kind": "AdmissionReview", "response": dict(response)}

@@ -1,0 +1,266 @@
+"""Admission webhooks as the manager runs them: start, serve, stop.
+
+Start: the serving certificate (tls.py), a proxy and an event receiver of the webhooks' own
+(read-only grants; so that webhooks answer on every replica, the leader's or not), the
+server, then the configurations, last: the API server calls only once something answers.
+
+Where the API server calls (`Endpoint`):
+- `--webhook-url`: that base URL;
+- `--webhook-service NAMESPACE/NAME[:PORT]`, or in a cluster the Service
+  `<configuration name>-webhook-service` in the operator's namespace (config/webhook/);
+- else (`ansible-operator run` on a workstation): `https://127.0.0.1:<port>`, which a local
+  API server reaches; these configurations are deleted when the operator stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from ansible_operator.kube.client import ApiClient
+from ansible_operator.kube.config import KubeConfig
+from ansible_operator.kube.discovery import RestMapper
+from ansible_operator.metrics import Metrics
+from ansible_operator.options import OperatorOptions
+from ansible_operator.proxy.server import ApiProxy
+from ansible_operator.runner.cgroups import RunGroups
+from ansible_operator.runner.receiver import EventReceiver
+from ansible_operator.runner.warm import WarmProcesses
+from ansible_operator.webhook_entries import Webhook
+from ansible_operator.webhooks import configurations, tls
+from ansible_operator.webhooks.answer import RunOutcome, decide
+from ansible_operator.webhooks.configurations import Endpoint
+from ansible_operator.webhooks.review import AdmissionRequest, review_answer
+from ansible_operator.webhooks.runs import AdmissionRunner
+from ansible_operator.webhooks.server import WebhookServer
+
+log = logging.getLogger("ansible_operator.webhooks")
+
+SERVICE_PORT = 443
+IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+LOOPBACK = "127.0.0.1"
+
+
+def parse_bind_address(address: str) -> tuple[str, int] | None:
+    """':9443' -> all interfaces; '127.0.0.1:0' -> a free port; '0' -> no webhooks."""
+    if address in ("", "0"):
+        return None
+    host, _, port = address.rpartition(":")
+    if not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"--webhook-bind-address must be HOST:PORT or :PORT, not {address!r}")
+    return (host or "0.0.0.0", int(port))
+
+
+def parse_service(text: str) -> tuple[str, str, int]:
+    """`NAMESPACE/NAME[:PORT]`."""
+    where, _, port = text.partition(":")
+    namespace, _, name = where.partition("/")
+    if not namespace or not name or (port and not port.isdigit()):
+        raise ValueError(f"--webhook-service must be NAMESPACE/NAME[:PORT], not {text!r}")
+    return namespace, name, int(port) if port else SERVICE_PORT
+
+
+def parse_secret(text: str) -> tuple[str, str]:
+    namespace, _, name = text.partition("/")
+    if not namespace or not name:
+        raise ValueError(f"--webhook-ca-secret must be NAMESPACE/NAME, not {text!r}")
+    return namespace, name
+
+
+def in_cluster_namespace() -> str | None:
+    try:
+        return IN_CLUSTER_NAMESPACE.read_text().strip() or None
+    except OSError:
+        return None
+
+
+def configuration_name(options: OperatorOptions) -> str:
+    return options.webhook_configuration_name or options.leader_election_id
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the API server calls, the names the certificate is for, and where the CA is
+    kept (None: made afresh by this process)."""
+
+    endpoint: Endpoint | None  # None: the loopback URL, once the port is bound
+    names: list[str]
+    ca_secret: tuple[str, str] | None
+
+
+def placement(options: OperatorOptions, pod_namespace: str | None) -> Placement:
+    ca_secret = parse_secret(options.webhook_ca_secret) if options.webhook_ca_secret else None
+    if options.webhook_url:
+        host = urlsplit(options.webhook_url).hostname or LOOPBACK
+        names = [host, "localhost", LOOPBACK]
+        return Placement(Endpoint(url=options.webhook_url), names, ca_secret)
+    service = None
+    if options.webhook_service:
+        service = parse_service(options.webhook_service)
+    elif pod_namespace:
+        service = (
+            pod_namespace,
+            f"{configuration_name(options)}-webhook-service",
+            SERVICE_PORT,
+        )
+    if service is None:
+        return Placement(None, [LOOPBACK, "localhost"], ca_secret)
+    namespace, name, _port = service
+    names = [
+        f"{name}.{namespace}.svc",
+        name,
+        f"{name}.{namespace}",
+        f"{name}.{namespace}.svc.cluster.local",
+    ]
+    secret = ca_secret or (namespace, f"{configuration_name(options)}-webhook-ca")
+    return Placement(Endpoint(service=service), names, secret)
+
+
+class WebhookService:
+    def __init__(
+        self,
+        webhooks: Sequence[Webhook],
+        options: OperatorOptions,
+        *,
+        config: KubeConfig,
+        metrics: Metrics,
+        scratch: Path,
+        runner_root: Path,
+        warm: Callable[[], WarmProcesses | None],
+        run_groups: Callable[[], RunGroups | None],
+        pod_namespace: str | None = None,  # None: this Pod's, when in a cluster
+    ) -> None:
+        self.webhooks = list(webhooks)
+        self.options = options
+        self.config = config
+        self.metrics = metrics
+        self.scratch = scratch
+        self.runner_root = runner_root
+        self.pod_namespace = pod_namespace if pod_namespace is not None else in_cluster_namespace()
+        self.warm = warm
+        self.run_groups = run_groups
+        self.endpoint: Endpoint | None = None
+        self.bound: tuple[str, int] | None = None
+        self._receiver: EventReceiver | None = None
+        self._proxy: ApiProxy | None = None
+        self._runner: AdmissionRunner | None = None
+        self._server: WebhookServer | None = None
+        self._renewals: asyncio.Task[None] | None = None
+        self._remove_on_stop = False
+
+    async def start(self, api: ApiClient) -> None:
+        bind = parse_bind_address(self.options.webhook_bind_address)
+        if bind is None or not self.webhooks:
+            return
+        where = placement(self.options, self.pod_namespace)
+        if self.options.webhook_cert_dir is not None:
+            serving = tls.from_files(self.options.webhook_cert_dir)
+        else:
+            serving = await tls.operator_made(
+                api, where.ca_secret, where.names, self.scratch / "webhook-tls"
+            )
+        self._receiver = EventReceiver(
+            self.scratch / "webhook-events.sock", on_metric=self.metrics.user_metric
+        )
+        await self._receiver.start()
+        self._proxy = ApiProxy(
+            self.config,
+            RestMapper(api),
+            inject_owner_ref=False,  # a webhook run owns nothing it writes
+            port=0,
+            trace_configs=[self.metrics.request_counter("webhook-proxy")],
+        )
+        await self._proxy.start()
+        cap = self.options.webhook_max_concurrent_runs or 2 * (os.cpu_count() or 1)
+        self._runner = AdmissionRunner(
+            options=self.options,
+            receiver=self._receiver,
+            access=self._proxy,
+            runner_root=self.runner_root,
+            slots=asyncio.Semaphore(cap),
+            warm=self.warm,
+            run_groups=self.run_groups,
+        )
+        self._server = WebhookServer(self.webhooks, self._admit, serving.context, *bind)
+        self.bound = await self._server.start()
+        if serving.watched:
+            self._renewals = asyncio.create_task(serving.follow_renewals())
+        self.endpoint = where.endpoint or Endpoint(url=f"https://{LOOPBACK}:{self.bound[1]}")
+        if not self.options.webhook_manage_configurations:
+            log.info(
+                "webhook configurations left to the manifests "
+                "(--webhook-manage-configurations=false)"
+            )
+            return
+        if serving.ca_bundle is None:
+            log.warning(
+                "webhook configurations carry no caBundle: %s has no ca.crt (cert-manager's CA "
+                "injector, or whoever ships the configurations, must add it)",
+                self.options.webhook_cert_dir,
+            )
+        self._remove_on_stop = where.endpoint is None
+        await configurations.sync_configurations(
+            api, configuration_name(self.options), self.webhooks, self.endpoint, serving.ca_bundle
+        )
+
+    async def stop(self) -> None:
+        if self._remove_on_stop:
+            # Nothing will answer at this loopback address: leave no webhook that
+            # would refuse every matching request (failurePolicy Fail) once we are gone.
+            # A client of its own: the manager's may be closed by now.
+            with contextlib.suppress(Exception):
+                async with ApiClient(self.config, timeout=10.0) as api:
+                    await configurations.remove_configurations(
+                        api, configuration_name(self.options)
+                    )
+        if self._renewals is not None:
+            self._renewals.cancel()
+        if self._server is not None:
+            await self._server.stop()
+        if self._runner is not None:
+            await self._runner.stop()
+        if self._proxy is not None:
+            await self._proxy.stop()
+        if self._receiver is not None:
+            await self._receiver.stop()
+
+    async def _admit(self, webhook: Webhook, request: AdmissionRequest) -> dict[str, object]:
+        assert self._runner is not None
+        try:
+            outcome = await self._runner.run(webhook, request)
+        except Exception as error:  # the run could not even start: the policy decides
+            log.exception(
+                "admission run did not start webhook=%s %s", webhook.name, request.describe()
+            )
+            outcome = RunOutcome(None, f"the run could not start: {error}")
+        decision = decide(webhook, request, outcome)
+        self.metrics.run_duration.labels(
+            f"webhook/{webhook.name}", "failed" if outcome.failure else "succeeded"
+        ).observe(outcome.duration)
+        if decision.policy_reason is not None:
+            log.warning(
+                "admission decided by failurePolicy=%s webhook=%s %s allowed=%s reason=%r run=%s",
+                webhook.failure_policy,
+                webhook.name,
+                request.describe(),
+                str(decision.allowed).lower(),
+                decision.policy_reason,
+                outcome.ident,
+            )
+        else:
+            log.info(
+                "admission webhook=%s %s allowed=%s patched=%s duration=%.3fs run=%s",
+                webhook.name,
+                request.describe(),
+                str(decision.allowed).lower(),
+                str(decision.patched).lower(),
+                outcome.duration,
+                outcome.ident,
+            )
+        return review_answer(decision.response)

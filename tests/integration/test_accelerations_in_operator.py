@@ -1,0 +1,89 @@
+"""The operator says at start which warm-runner accelerations are on and
+why the others are off, and exposes both, with how often each was used, as
+metrics; a name it does not know stops it with the list it knows. Real API
+server, real ansible-runner and ansible-core."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from greetings import OPERATOR, create, greeting, wait_successful
+from kubernetes import client
+
+from ansible_operator.cluster import Cluster
+from ansible_operator.runner.accelerations import names
+from ansible_operator.testing.operator import OperatorProcess
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(scope="module")
+def operator(
+    kube_cluster: Cluster, test_crds: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OperatorProcess]:
+    process = OperatorProcess(
+        OPERATOR / "watches.yaml",
+        kube_cluster.kubeconfig,
+        log_path=tmp_path_factory.mktemp("operator") / "operator.log",
+        args=[
+            "--metrics-bind-address=127.0.0.1:0",
+            "--disable-acceleration=pty-close-without-delay",
+        ],
+    ).start()
+    yield process
+    process.stop()
+
+
+def metric(text: str, name: str, acceleration: str) -> float:
+    found = re.search(rf'^{name}{{acceleration="{acceleration}"}} (\S+)$', text, re.M)
+    assert found, f"no {name} for {acceleration} in the exposition"
+    return float(found.group(1))
+
+
+def test_accelerations_are_logged_at_start_and_exposed_with_their_use(
+    operator: OperatorProcess, kube_api: client.ApiClient, kube_namespace: str
+) -> None:
+    on = operator.wait_for_log(r"warm runner ready pid=\d+ accelerations on: (.*)").group(1)
+    assert set(on.split(", ")) == set(names()) - {"pty-close-without-delay"}
+    operator.wait_for_log(
+        r"warm runner acceleration pty-close-without-delay off, stock behaviour: "
+        r"switched off \(--disable-acceleration\)"
+    )
+    create(kube_api, kube_namespace, greeting("accelerated", message="hi"))
+    wait_successful(kube_api, kube_namespace, "accelerated")
+    port = operator.wait_for_log(r"metrics server listening address=\('[\d.]+', (\d+)\)").group(1)
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    enabled = "ansible_operator_acceleration_enabled"
+    hits = "ansible_operator_acceleration_hits_total"
+    assert metric(text, enabled, "pty-close-without-delay") == 0
+    assert metric(text, hits, "pty-close-without-delay") == 0
+    for name in ("playbook-in-fork", "template-cache", "warm-module-interpreter"):
+        assert metric(text, enabled, name) == 1
+        assert metric(text, hits, name) > 0, name
+
+
+def test_an_unknown_acceleration_name_stops_start_up_with_the_known_ones(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ansible_operator.cli",
+            "run",
+            f"--watches-file={OPERATOR / 'watches.yaml'}",
+            "--disable-acceleration=template-cache,tmeplate-cache",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "no acceleration named tmeplate-cache; there are: playbook-in-fork," in result.stderr

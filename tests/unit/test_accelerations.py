@@ -1,0 +1,210 @@
+"""Every warm-runner acceleration applies to the installed Ansible and is
+really used (a silent loss of speed fails here); one that does not apply,
+or is switched off, leaves the stock behaviour and the runs succeed.
+Real ansible-runner and ansible-core, no cluster."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from ansible_operator.runner import acceleration
+from ansible_operator.runner.acceleration import Acceleration, Unavailable, Verdict
+from ansible_operator.runner.accelerations import names
+from ansible_operator.runner.event_plugin import SOCKET_ENV, TOKEN_ENV
+from ansible_operator.runner.events import RunSummary
+from ansible_operator.runner.process import RunResult, RunSpec, execute
+from ansible_operator.runner.receiver import EventReceiver
+from ansible_operator.runner.rundir import prepare
+from ansible_operator.runner.warm import (
+    WarmProcesses,
+    ansible_environment,
+    start_warm_processes,
+)
+
+# A task of each kind a role has: a fact, a template written to a file (an
+# action that transfers a file: a temporary directory), a command, the role's
+# own module and a debug message.
+TASKS = """
+- set_fact:
+    greeting: "{{ 'hello ' ~ (number * 2) }}"
+- copy:
+    content: "{{ greeting }}\\n"
+    dest: "{{ out_dir }}/greeting.txt"
+- command: cat "{{ out_dir }}/greeting.txt"
+  register: read_back
+- greet:
+    name: "{{ read_back.stdout }}"
+  register: greeted
+- debug:
+    msg: "{{ greeted.greeting }}"
+"""
+MODULE = """
+from ansible.module_utils.basic import AnsibleModule
+module = AnsibleModule(argument_spec={"name": {"type": "str"}})
+module.exit_json(changed=False, greeting="the role says " + module.params["name"])
+"""
+# Loaded before anything else by the warm runner's Python: zipimport's private
+# compile function gets another signature (as a Python release could give it),
+# which changes nothing for Python itself.
+CHANGED_ZIPIMPORT = """
+import zipimport
+_original = zipimport._compile_source
+def _compile_source(pathname, source, *, optimize=-1):
+    return _original(pathname, source)
+zipimport._compile_source = _compile_source
+"""
+
+
+@pytest.fixture
+def role(tmp_path: Path) -> Path:
+    root = tmp_path / "roles" / "greeter"
+    (root / "tasks").mkdir(parents=True)
+    (root / "library").mkdir()
+    (root / "tasks" / "main.yml").write_text(TASKS)
+    (root / "library" / "greet.py").write_text(MODULE)
+    return root
+
+
+@pytest.fixture
+async def receiver(tmp_path: Path) -> AsyncIterator[EventReceiver]:
+    receiver = EventReceiver(tmp_path / "events" / "events.sock")
+    await receiver.start()
+    yield receiver
+    await receiver.stop()
+
+
+async def start(tmp_path: Path, role: Path, switched_off: tuple[str, ...] = ()) -> WarmProcesses:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir(mode=0o700)
+    env = ansible_environment(roles_path=None, collections_path=None, pipelining=True)
+    return await start_warm_processes(scratch, env, [{"role": str(role)}], switched_off)
+
+
+async def run(
+    receiver: EventReceiver, tmp_path: Path, role: Path, warm: WarmProcesses, number: int
+) -> RunResult:
+    summary = RunSummary()
+    channel = receiver.open_channel(summary.add)
+    out_dir = tmp_path / f"out-{number}"
+    out_dir.mkdir()
+    run_dir = prepare(
+        tmp_path / "runs" / str(number),
+        extravars={"number": number, "out_dir": str(out_dir)},
+        envvars={},
+        kubeconfig=None,
+        interpreter=warm.interpreter,
+    )
+    env = {
+        SOCKET_ENV: str(receiver.socket_path),
+        TOKEN_ENV: channel.token,
+        **ansible_environment(roles_path=None, collections_path=None, pipelining=True),
+    }
+    spec = RunSpec(run_dir=run_dir, role=role, playbook=None, verbosity=0, timeout=120, env=env)
+    try:
+        result = await execute(spec, summary, warm_runner=warm.run_socket)
+    finally:
+        receiver.close_channel(channel)
+    assert result.succeeded, result.message
+    assert (out_dir / "greeting.txt").read_text() == f"hello {number * 2}\n"
+    stdout = (run_dir.artifacts / result.ident / "stdout").read_text()
+    assert f"the role says hello {number * 2}" in stdout
+    return result
+
+
+async def test_every_acceleration_applies_here_and_is_used(
+    receiver: EventReceiver, tmp_path: Path, role: Path
+) -> None:
+    warm = await start(tmp_path, role)
+    try:
+        off = {name: v.why for name, v in warm.accelerations.items() if not v.on}
+        assert not off, f"accelerations off on this Ansible: {off}"
+        assert list(warm.accelerations) == list(names())
+        # Two runs: the second finds what the first (and the prebuild) left.
+        for number in (21, 4):
+            await run(receiver, tmp_path, role, warm, number)
+        unused = [name for name, count in warm.hits().items() if count == 0]
+        assert not unused, f"on but never used: {unused} (hits: {warm.hits()})"
+    finally:
+        await warm.stop()
+
+
+async def test_switched_off_accelerations_leave_the_stock_behaviour(
+    receiver: EventReceiver, tmp_path: Path, role: Path
+) -> None:
+    warm = await start(tmp_path, role, switched_off=names())
+    try:
+        assert all(
+            v == Verdict(False, acceleration.SWITCHED_OFF) for v in warm.accelerations.values()
+        )
+        assert warm.interpreter is None  # modules run under plain Python
+        await run(receiver, tmp_path, role, warm, 5)
+        assert set(warm.hits().values()) == {0}
+    finally:
+        await warm.stop()
+
+
+async def test_a_changed_private_function_turns_off_only_its_acceleration(
+    receiver: EventReceiver, tmp_path: Path, role: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(CHANGED_ZIPIMPORT)
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    )
+    warm = await start(tmp_path, role)
+    try:
+        verdict = warm.accelerations["compiled-module-sources"]
+        assert not verdict.on
+        assert "zipimport._compile_source takes other arguments" in verdict.why
+        assert [name for name, v in warm.accelerations.items() if not v.on] == [
+            "compiled-module-sources"
+        ]
+        await run(receiver, tmp_path, role, warm, 6)
+        hits = warm.hits()
+        assert hits["compiled-module-sources"] == 0
+        assert hits["warm-module-interpreter"] > 0
+    finally:
+        await warm.stop()
+
+
+def test_a_failing_probe_leaves_only_its_acceleration_off() -> None:
+    def missing() -> None:
+        raise Unavailable("SomeClass.private_method is missing")
+
+    def broken() -> None:
+        raise KeyError("surprise")
+
+    verdicts = acceleration.probe(
+        [
+            Acceleration("fine", "", "", "runs", lambda: None),
+            Acceleration("gone", "", "", "runs", missing),
+            Acceleration("crashing", "", "", "runs", broken),
+            Acceleration("unwanted", "", "", "runs", lambda: None),
+        ],
+        switched_off=["unwanted"],
+    )
+    assert verdicts == {
+        "fine": Verdict(True),
+        "gone": Verdict(False, "SomeClass.private_method is missing"),
+        "crashing": Verdict(False, "its probe failed: KeyError('surprise')"),
+        "unwanted": Verdict(False, acceleration.SWITCHED_OFF),
+    }
+    assert acceleration.enabled("fine") and not acceleration.enabled("gone")
+
+
+def test_an_installer_that_raises_changes_nothing_and_says_why(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    acceleration.probe([Acceleration("shaky", "", "", "runs", lambda: None)])
+
+    def install() -> None:
+        raise AttributeError("no attribute '_private'")
+
+    assert acceleration.install("shaky", install) is False
+    assert not acceleration.enabled("shaky")
+    assert "acceleration shaky not used here" in capsys.readouterr().err

@@ -1,0 +1,62 @@
+"""A local control plane's state directory made before certificates carried
+key identifiers (which Python 3.13 refuses) gets new certificates at the next
+start, and keeps its service-account key (tokens already issued stay valid)."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from ansible_operator import pki
+from ansible_operator.cluster.local import LocalControlPlane
+
+
+def old_style_ca(directory: Path) -> None:
+    """A CA as our earlier versions made it: no SubjectKeyIdentifier."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "old-ca")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    directory.mkdir(parents=True)
+    (directory / "ca.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (directory / "ca.key").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+
+
+def test_old_certificates_are_made_again_and_the_service_account_key_kept(tmp_path: Path) -> None:
+    plane = LocalControlPlane(tmp_path / "state")
+    old_style_ca(plane.pki_dir)
+    service_account_key = pki.create_service_account_key(plane.pki_dir).read_bytes()
+    assert pki.lacks_key_identifier(plane.ca.cert_path)
+    plane._write_pki()
+    assert not pki.lacks_key_identifier(plane.ca.cert_path)
+    assert (plane.pki_dir / "sa.key").read_bytes() == service_account_key
+    ca = x509.load_pem_x509_certificate(plane.ca.cert_pem())
+    for issued in plane.pki_dir.glob("*.crt"):
+        cert = x509.load_pem_x509_certificate(issued.read_bytes())
+        assert cert.issuer == ca.subject, issued.name
+        cert.verify_directly_issued_by(ca)
+    # A second start keeps what is current.
+    before = plane.ca.cert_pem()
+    plane._write_pki()
+    assert plane.ca.cert_pem() == before
