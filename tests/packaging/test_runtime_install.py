@@ -52,6 +52,7 @@ def test_install_script_gives_a_complete_runtime(tmp_path: Path) -> None:
     )
     assert probe["plugins"] == ["ansible_operator.runner.event_plugin"]
     assert probe["util_modules"] == [
+        "admission_response",
         "k8s_event",
         "k8s_status",
         "osdk_metric",

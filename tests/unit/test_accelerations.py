@@ -6,7 +6,6 @@ Real ansible-runner and ansible-core, no cluster."""
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -67,14 +66,6 @@ def role(tmp_path: Path) -> Path:
     (root / "tasks" / "main.yml").write_text(TASKS)
     (root / "library" / "greet.py").write_text(MODULE)
     return root
-
-
-@pytest.fixture
-async def receiver(tmp_path: Path) -> AsyncIterator[EventReceiver]:
-    receiver = EventReceiver(tmp_path / "events" / "events.sock")
-    await receiver.start()
-    yield receiver
-    await receiver.stop()
 
 
 async def start(tmp_path: Path, role: Path, switched_off: tuple[str, ...] = ()) -> WarmProcesses:

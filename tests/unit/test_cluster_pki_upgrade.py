@@ -4,13 +4,10 @@ start, and keeps its service-account key (tokens already issued stay valid)."""
 
 from __future__ import annotations
 
-import datetime
 from pathlib import Path
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from old_certificates import cert_pem, issue, key_pem
 
 from ansible_operator import pki
 from ansible_operator.cluster.local import LocalControlPlane
@@ -18,29 +15,10 @@ from ansible_operator.cluster.local import LocalControlPlane
 
 def old_style_ca(directory: Path) -> None:
     """A CA as our earlier versions made it: no SubjectKeyIdentifier."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "old-ca")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now)
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
+    cert, key = issue("old-ca", ca=True)
     directory.mkdir(parents=True)
-    (directory / "ca.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (directory / "ca.key").write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
+    (directory / "ca.crt").write_bytes(cert_pem(cert))
+    (directory / "ca.key").write_bytes(key_pem(key))
 
 
 def test_old_certificates_are_made_again_and_the_service_account_key_kept(tmp_path: Path) -> None:

@@ -68,14 +68,6 @@ def roles(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def receiver(tmp_path: Path) -> AsyncIterator[EventReceiver]:
-    receiver = EventReceiver(tmp_path / "events" / "events.sock")
-    await receiver.start()
-    yield receiver
-    await receiver.stop()
-
-
-@pytest.fixture
 async def warm(tmp_path: Path) -> AsyncIterator[WarmProcesses]:
     scratch = tmp_path / "scratch"
     scratch.mkdir(mode=0o700)
