@@ -28,8 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 from ansible_operator.runner.acceleration import (
     Acceleration,
     Unavailable,
@@ -122,7 +120,10 @@ def cache_key(
     defer_init: bool,
     escapes_backslashes: bool = False,
 ) -> str:
+    # Here, not at the top: the operator imports this module (the list of
+    # accelerations) and has no use for Jinja or Ansible itself.
     import ansible
+    import jinja2
 
     parts = (
         sys.version,
