@@ -5,13 +5,12 @@ verification: another CA's certificate is refused."""
 
 from __future__ import annotations
 
-import socket
 import ssl
-import threading
 from pathlib import Path
 
 import pytest
 from old_certificates import cert_pem, issue, key_pem
+from tls_loopback import exchange
 
 from ansible_operator.kube.config import api_server_context
 
@@ -29,27 +28,7 @@ def ca_and_server_without_key_identifiers(directory: Path, name: str) -> tuple[P
 def connect(client: ssl.SSLContext, cert: Path, key: Path) -> None:
     server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server.load_cert_chain(cert, key)
-    with socket.create_server(("127.0.0.1", 0)) as listener:
-        port = listener.getsockname()[1]
-
-        def serve() -> None:
-            connection, _ = listener.accept()
-            try:
-                with server.wrap_socket(connection, server_side=True) as tls:
-                    tls.recv(1)
-            except (ssl.SSLError, OSError):
-                pass
-
-        thread = threading.Thread(target=serve)
-        thread.start()
-        try:
-            with (
-                socket.create_connection(("127.0.0.1", port)) as raw,
-                client.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
-            ):
-                tls.sendall(b"x")
-        finally:
-            thread.join(timeout=10)
+    exchange(client, server, "127.0.0.1")
 
 
 def test_a_ca_without_key_identifiers_is_accepted_as_kubectl_does(tmp_path: Path) -> None:

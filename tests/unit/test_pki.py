@@ -5,10 +5,10 @@ the local API server with "Missing Authority Key Identifier"."""
 
 from __future__ import annotations
 
-import socket
 import ssl
-import threading
 from pathlib import Path
+
+from tls_loopback import exchange
 
 from ansible_operator import pki
 
@@ -30,32 +30,7 @@ def handshake(ca: pki.KeyPair, serving: pki.KeyPair, client_cert: pki.KeyPair | 
         server.load_verify_locations(cafile=str(ca.cert_path))
         server.verify_flags |= ssl.VERIFY_X509_STRICT
         client.load_cert_chain(client_cert.cert_path, client_cert.key_path)
-    seen: list[str] = []
-    with socket.create_server(("127.0.0.1", 0)) as listener:
-        port = listener.getsockname()[1]
-
-        def serve() -> None:
-            connection, _ = listener.accept()
-            try:
-                with server.wrap_socket(connection, server_side=True) as tls:
-                    peer = tls.getpeercert() or {}
-                    seen.extend(
-                        v for rdn in peer.get("subject", ()) for k, v in rdn if k == "commonName"
-                    )
-            except ssl.SSLError as failure:
-                seen.append(f"server: {failure}")
-
-        thread = threading.Thread(target=serve)
-        thread.start()
-        try:
-            with (
-                socket.create_connection(("127.0.0.1", port)) as raw,
-                client.wrap_socket(raw, server_hostname="localhost") as tls,
-            ):
-                tls.sendall(b"x")
-        finally:
-            thread.join(timeout=10)
-    return seen[0] if seen else ""
+    return exchange(client, server, "localhost")
 
 
 def test_the_api_server_certificate_passes_strict_verification(tmp_path: Path) -> None:
