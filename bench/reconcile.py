@@ -1,6 +1,6 @@
 """Reconcile benchmark: N Memcached-style objects created at once, per runner mode.
 
-    .venv/bin/python bench/reconcile.py [--objects 1,10,50] [--concurrency 2]
+    .venv/bin/python bench/reconcile.py [--objects 1,10,50] [--concurrency 2] [--gather-facts]
                                         [--modes reference,warm] [--steady 60]
                                         [--ansible-core 2.18,2.21]
 
@@ -10,9 +10,12 @@ at once, and measure per-object latency from creation to `Successful` (p50,
 p95, max), the makespan, the operator's CPU seconds and peak resident memory
 including every Ansible child process, and API requests per reconcile (the operator's
 own count of what it and its runs sent to the API server, and of the reads it
-answered from its cache). Then, with nothing changing for
-`--steady` seconds, the number of Ansible runs (should be 0). Prints one table
-with the ratios to `reference`.
+answered from its cache), and each run's wall time per task (`ms/task`: the
+median run's duration over its task count, what Ansible's machinery costs per
+task). Then, with nothing changing for `--steady` seconds, the number of
+Ansible runs (should be 0). Prints one table with the ratios to `reference`.
+Runs gather no facts (ANSIBLE_GATHERING=explicit, as Operator SDK's scaffolded
+manager.yaml has it) unless `--gather-facts`.
 
 `--ansible-core 2.18,2.21` runs all of that in each release's environment
 (scripts/ansible_env.py makes them, cached under ~/.cache/ansible-operator/venvs/,
@@ -52,6 +55,9 @@ from ansible_operator.testing.operator import OperatorProcess
 HERE = Path(__file__).resolve().parent / "operator"
 ANSIBLE_ENV = Path(__file__).resolve().parent.parent / "scripts" / "ansible_env.py"
 GROUP, VERSION, PLURAL = "bench.ansible-operator.io", "v1alpha1", "memcacheds"
+# As the operator logs a run: its wall time, and how many tasks it ran (ok + changed are
+# counted in `ok`, failures apart).
+RUN_LINE = re.compile(r"run succeeded .* duration=([\d.]+)s ok=(\d+)")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -66,11 +72,21 @@ class Result:
     requests_per_reconcile: float = 0.0
     cache_hits_per_reconcile: float = 0.0
     steady_runs: int = 0
+    run_seconds: list[float] = field(default_factory=list)  # each run's wall time
+    tasks_per_run: float = 0.0
     error: str = ""  # why this mode gave no figures
 
     @property
     def p50(self) -> float:
         return statistics.median(self.latencies)
+
+    @property
+    def per_task_ms(self) -> float:
+        """A run's wall time per task (median run), in milliseconds: Ansible's overhead,
+        the API work being a few milliseconds of it."""
+        if not self.run_seconds or not self.tasks_per_run:
+            return float("nan")
+        return statistics.median(self.run_seconds) / self.tasks_per_run * 1000
 
 
 class BenchFailed(Exception):
@@ -144,6 +160,7 @@ def measure(
     objects: int,
     concurrency: int,
     steady: float,
+    gather_facts: bool = False,
 ) -> Result:
     result = Result(mode, objects)
     custom = client.CustomObjectsApi(api)
@@ -162,7 +179,10 @@ def measure(
         kubeconfig,
         log_path=log_path,
         args=args,
-        env={"WATCH_NAMESPACE": namespace},
+        # Operator SDK's scaffolded manager.yaml sets ANSIBLE_GATHERING=explicit: roles
+        # run without facts where its users deploy them.
+        env={"WATCH_NAMESPACE": namespace}
+        | ({} if gather_facts else {"ANSIBLE_GATHERING": "explicit"}),
     )
     peak = [0.0]
     sampling = threading.Event()
@@ -219,6 +239,9 @@ def measure(
         requests_after, hits_after = _operator_requests(operator)
         result.requests_per_reconcile = (requests_after - requests_before) / objects
         result.cache_hits_per_reconcile = (hits_after - hits_before) / objects
+        runs = RUN_LINE.findall(operator.logs)
+        result.run_seconds = [float(duration) for duration, _ in runs]
+        result.tasks_per_run = statistics.median(int(ok) for _, ok in runs) if runs else 0.0
         runs_before = len(re.findall(r"run started", operator.logs))
         time.sleep(steady)
         result.steady_runs = len(re.findall(r"run started", operator.logs)) - runs_before
@@ -236,7 +259,7 @@ def report(results: list[Result]) -> None:
     print(
         f"{'N':>4} {'mode':<10} {'p50 s':>7} {'p95 s':>7} {'max s':>7} {'makespan s':>10} "
         f"{'CPU s':>7} {'peak MiB':>9} {'req/rec':>8} {'hits/rec':>8} {'steady runs':>11} "
-        f"{'p50 x':>6} {'makespan x':>10}"
+        f"{'ms/task':>8} {'p50 x':>6} {'makespan x':>10}"
     )
     reference = {r.objects: r for r in results if r.mode == "reference" and not r.error}
     for r in results:
@@ -252,7 +275,7 @@ def report(results: list[Result]) -> None:
             f"{r.objects:>4} {r.mode:<10} {r.p50:>7.2f} {p95:>7.2f} {max(ordered):>7.2f} "
             f"{r.makespan:>10.2f} {r.cpu_seconds:>7.1f} {r.peak_pss_mib:>9.0f} "
             f"{r.requests_per_reconcile:>8.1f} {r.cache_hits_per_reconcile:>8.1f} "
-            f"{r.steady_runs:>11} "
+            f"{r.steady_runs:>11} {r.per_task_ms:>8.0f} "
             f"{p50_ratio:>5.1f}x {makespan_ratio:>9.1f}x"
         )
 
@@ -292,6 +315,7 @@ def run_in_release(minor: str, kubeconfig: Path, args: argparse.Namespace) -> Re
                 f"--modes={args.modes}",
                 f"--steady={args.steady}",
                 f"--results-json={output}",
+                *(["--gather-facts"] if args.gather_facts else []),
             ],
             env={**os.environ, "KUBECONFIG": str(kubeconfig)},
             check=False,
@@ -309,7 +333,7 @@ def report_releases(releases: list[Release], modes: list[str]) -> None:
     """One row per release and N, each mode's figures side by side, then the
     other modes' speed-up over `reference`."""
     others = [m for m in modes if m != "reference"] if "reference" in modes else []
-    block = f"{'p50 s':>7} {'makespan s':>10} {'CPU s':>7} {'peak MiB':>8}"
+    block = f"{'p50 s':>7} {'makespan s':>10} {'CPU s':>7} {'peak MiB':>8} {'ms/task':>7}"
     ratio = f"{'p50 x':>6} {'makespan x':>10}"
     print(
         f"{'':<13} {'':<7} {'':>4}"
@@ -333,12 +357,12 @@ def report_releases(releases: list[Release], modes: list[str]) -> None:
             for mode in modes:
                 r = by_mode.get(mode)
                 if r is None or r.error:
-                    cells.append(f"{'failed':>7} {'-':>10} {'-':>7} {'-':>8}")
+                    cells.append(f"{'failed':>7} {'-':>10} {'-':>7} {'-':>8} {'-':>7}")
                     failures.append(f"{name} N={count} {mode}: {r.error if r else 'not run'}")
                 else:
                     cells.append(
                         f"{r.p50:>7.2f} {r.makespan:>10.2f} {r.cpu_seconds:>7.1f} "
-                        f"{r.peak_pss_mib:>8.0f}"
+                        f"{r.peak_pss_mib:>8.0f} {r.per_task_ms:>7.0f}"
                     )
             base = by_mode.get("reference")
             for mode in others:
@@ -363,7 +387,15 @@ def measure_all(kubeconfig: Path, args: argparse.Namespace) -> list[Result]:
                 print(f"N={count} mode={mode} ...", file=sys.stderr)
                 try:
                     results.append(
-                        measure(kubeconfig, api, mode, count, args.concurrency, args.steady)
+                        measure(
+                            kubeconfig,
+                            api,
+                            mode,
+                            count,
+                            args.concurrency,
+                            args.steady,
+                            gather_facts=args.gather_facts,
+                        )
                     )
                 except BenchFailed as failure:
                     print(f"N={count} mode={mode} failed: {failure}", file=sys.stderr)
@@ -382,11 +414,18 @@ def main() -> None:
         help="comma list of ansible-core releases (2.18,2.19,2.20,2.21) to run in, each in "
         "its own environment; default: this environment",
     )
+    parser.add_argument(
+        "--gather-facts",
+        action="store_true",
+        help="gather facts in every run (default: ANSIBLE_GATHERING=explicit, as Operator "
+        "SDK's scaffolded manager.yaml sets)",
+    )
     parser.add_argument("--results-json", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     setting = (
         f"Memcached-style role (Deployment, Service, ConfigMap, status), "
-        f"{args.concurrency} concurrent reconciles, {os.cpu_count()} CPUs"
+        f"{args.concurrency} concurrent reconciles, {os.cpu_count()} CPUs, "
+        f"facts {'gathered' if args.gather_facts else 'not gathered (ANSIBLE_GATHERING=explicit)'}"
     )
     with provide(progress=lambda m: print(m, file=sys.stderr)) as cluster:
         if args.ansible_core:

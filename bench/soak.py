@@ -1,15 +1,18 @@
 """Soak: many objects at once (500 by default) on one operator.
 
     .venv/bin/python bench/soak.py [--objects 500] [--workers 4] [--cap 2]
-                                   [--mode warm|reference]
+                                   [--modes warm,reference]
 
 Creates the objects of bench/operator's Memcached-style kind at once, with
 more workers than the global cap on runs (`--max-concurrent-runs`), and
 reports: whether every object reached `Successful` for its generation, the
 most Ansible runs seen in flight at once (from the operator's metrics,
 sampled), the operator's own peak RSS and the peak memory (PSS) of its whole
-tree, and the makespan. It exits non-zero if an object is lost or the cap
-was exceeded.
+tree, the makespan and the API requests per reconcile (the operator's own
+count of what it and its runs sent to the API server), per mode, one mode
+after the other. Runs gather no facts (ANSIBLE_GATHERING=explicit), as in
+bench/reconcile.py. It exits non-zero if an object is lost or the cap was
+exceeded.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from reconcile import (
     PLURAL,
     VERSION,
     _memory_mib,
+    _operator_requests,
     memcached,
     metric_total,
     metrics_url,
@@ -46,7 +50,7 @@ def _rss_mib(pid: int) -> float:
     return 0.0
 
 
-def soak(kubeconfig: Path, api: client.ApiClient, args: argparse.Namespace) -> bool:
+def soak(kubeconfig: Path, api: client.ApiClient, args: argparse.Namespace, mode: str) -> bool:
     custom = client.CustomObjectsApi(api)
     namespace = f"soak-{uuid.uuid4().hex[:6]}"
     client.CoreV1Api(api).create_namespace(
@@ -59,10 +63,10 @@ def soak(kubeconfig: Path, api: client.ApiClient, args: argparse.Namespace) -> b
         args=[
             f"--max-concurrent-reconciles={args.workers}",
             f"--max-concurrent-runs={args.cap}",
-            f"--runner-mode={args.mode}",
+            f"--runner-mode={mode}",
             "--metrics-bind-address=127.0.0.1:0",
         ],
-        env={"WATCH_NAMESPACE": namespace},
+        env={"WATCH_NAMESPACE": namespace, "ANSIBLE_GATHERING": "explicit"},
     ).start()
     assert operator.process is not None
     root = operator.process.pid
@@ -80,6 +84,8 @@ def soak(kubeconfig: Path, api: client.ApiClient, args: argparse.Namespace) -> b
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
+    requests_before, _ = _operator_requests(operator)
+    requests = 0.0
     started = time.monotonic()
     try:
         for index in range(args.objects):
@@ -100,6 +106,7 @@ def soak(kubeconfig: Path, api: client.ApiClient, args: argparse.Namespace) -> b
                     done.add(item["metadata"]["name"])
             time.sleep(1)
         makespan = time.monotonic() - started
+        requests = _operator_requests(operator)[0] - requests_before
     finally:
         sampling.set()
         sampler.join()
@@ -108,12 +115,13 @@ def soak(kubeconfig: Path, api: client.ApiClient, args: argparse.Namespace) -> b
     lost = args.objects - len(done)
     print(
         f"\n{args.objects} objects, {args.workers} workers, global cap {args.cap}, "
-        f"{args.mode} mode\n"
+        f"{mode} mode\n"
         f"  Successful:            {len(done)}/{args.objects} (lost: {lost})\n"
         f"  most runs at once:     {peaks['runs']:.0f} (cap {args.cap})\n"
         f"  operator peak RSS:     {peaks['rss']:.0f} MiB\n"
         f"  whole tree peak PSS:   {peaks['pss']:.0f} MiB\n"
-        f"  makespan:              {makespan:.0f} s"
+        f"  makespan:              {makespan:.0f} s\n"
+        f"  API requests/reconcile: {requests / max(len(done), 1):.1f}"
     )
     return lost == 0 and peaks["runs"] <= args.cap
 
@@ -123,15 +131,15 @@ def main() -> None:
     parser.add_argument("--objects", type=int, default=500)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--cap", type=int, default=2)
-    parser.add_argument("--mode", choices=("warm", "reference"), default="warm")
+    parser.add_argument("--modes", default="warm", help="comma list of warm, reference")
     args = parser.parse_args()
     with (
         provide(progress=lambda m: print(m, file=sys.stderr)) as cluster,
         config.new_client_from_config(str(cluster.kubeconfig)) as api,
     ):
         apply_manifests(api, HERE / "crd.yaml")
-        ok = soak(cluster.kubeconfig, api, args)
-    sys.exit(0 if ok else 1)
+        ok = [soak(cluster.kubeconfig, api, args, mode) for mode in args.modes.split(",")]
+    sys.exit(0 if all(ok) else 1)
 
 
 if __name__ == "__main__":

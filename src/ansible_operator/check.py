@@ -1,9 +1,11 @@
 """`ansible-operator check`: what will fail in a project, found without a cluster.
 
-Loads the project's watches.yaml (as `run` does), then its roles and playbooks
-with the installed ansible-core (YAML and syntax errors, modules and actions
-that the collections path cannot resolve), and checks their templates for the
-ansible-core 2.18 -> 2.19 changes that break existing roles (lint/templating.py).
+Loads the project's watches.yaml (as `run` does), then the roles and playbooks
+of its watches and webhooks with the installed ansible-core (YAML and syntax
+errors, modules and actions that the collections path cannot resolve), and checks
+their templates for the ansible-core 2.18 -> 2.19 changes that break existing
+roles (lint/templating.py); a webhook's, also for names its run does not define
+and for never answering (lint/webhook_roles.py).
 Prints `file:line: error|warning: message`; exits 1 when something will fail.
 """
 
@@ -20,10 +22,15 @@ import yaml
 from ansible_operator.lint import yaml_nodes as y
 from ansible_operator.lint.ansible_load import load_in_child, task_keywords
 from ansible_operator.lint.findings import Finding, error, from_problem
-from ansible_operator.lint.jinja_types import Scope
+from ansible_operator.lint.jinja_types import Inferred, Scope
 from ansible_operator.lint.project import Targets, role_files, targets_of
 from ansible_operator.lint.templating import TaskChecker, registered_names, variables_of
-from ansible_operator.watches import WatchesError, load_watches
+from ansible_operator.lint.webhook_roles import (
+    answer_findings,
+    undefined_name_findings,
+    webhook_variables,
+)
+from ansible_operator.watches import WatchesError, load_watches_file
 
 __all__ = ["add_check_arguments", "check", "check_project"]
 
@@ -90,20 +97,27 @@ def check_project(
     if (directory / "ansible.cfg").is_file() and "ANSIBLE_CONFIG" not in env:
         env["ANSIBLE_CONFIG"] = str(directory / "ansible.cfg")
     try:
-        watches = load_watches(watches_file, env=env, cwd=directory)
+        loaded = load_watches_file(watches_file, env=env, cwd=directory)
     except FileNotFoundError:
         return [error(watches_file, 1, "no such file (pass --watches-file)")], Targets()
     except WatchesError as failure:
         return [from_problem(p, str(watches_file)) for p in failure.problems], Targets()
 
-    targets = targets_of(watches, directory, env)
+    targets = targets_of(loaded.watches, directory, env, loaded.webhooks)
     findings = set(load_in_child(targets.roles, targets.playbooks, env, cwd=directory))
     keywords = task_keywords()
+    for target, webhooks in targets.of_webhooks.items():
+        findings.update(answer_findings(target, webhooks, directory, env))
+        if target not in targets.of_watches:
+            findings.update(undefined_name_findings(target, webhooks, directory, env))
     for role in targets.roles:
-        findings.update(_check_role(role, keywords))
+        findings.update(_check_role(role, keywords, _run_variables(targets, role)))
     for playbook in targets.playbooks:
         root = _compose(playbook)
-        scope = Scope(registered=frozenset(registered_names(root)))
+        scope = Scope(
+            variables=_run_variables(targets, playbook),
+            registered=frozenset(registered_names(root)),
+        )
         checker = TaskChecker(playbook, keywords, scope)
         checker.playbook(root)
         findings.update(checker.findings)
@@ -118,8 +132,16 @@ def _compose(path: Path) -> yaml.Node | None:
         return None
 
 
-def _check_role(role: Path, keywords: frozenset[str]) -> list[Finding]:
-    variables = {}
+def _run_variables(targets: Targets, target: Path) -> dict[str, Inferred]:
+    """The variables a run gives the role or playbook: a webhook's are known."""
+    webhooks = targets.of_webhooks.get(target)
+    return webhook_variables(webhooks) if webhooks else {}
+
+
+def _check_role(
+    role: Path, keywords: frozenset[str], run_variables: dict[str, Inferred]
+) -> list[Finding]:
+    variables = dict(run_variables)
     for folder in ("defaults", "vars"):
         for path in role_files(role, folder):
             variables.update(variables_of(_compose(path)))

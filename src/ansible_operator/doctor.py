@@ -73,6 +73,9 @@ def doctor(args: argparse.Namespace) -> int:
         if about is not None:
             print(f"         saves: {about.saves}")
             print(f"         relies on: {about.relies_on}")
+            if about.ansible_core_from > (2, 18):
+                release = ".".join(map(str, about.ansible_core_from))
+                print(f"         made for ansible-core {release}+")
         if not verdict.on:
             print(f"         off because: {verdict.why}; stock behaviour instead")
     return 0

@@ -42,6 +42,9 @@ def _key_pem(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
     )
 
 
+MAX_COMMON_NAME = 64  # RFC 5280's ub-common-name
+
+
 def _name(common_name: str, organizations: tuple[str, ...] = ()) -> x509.Name:
     attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
     attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
@@ -50,6 +53,12 @@ def _name(common_name: str, organizations: tuple[str, ...] = ()) -> x509.Name:
 
 def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
+
+
+def _ends(validity: datetime.timedelta) -> datetime.datetime:
+    """Valid for `validity` from now: the start is set back (clock skew), not the end, so a
+    certificate of seconds (in tests of renewals) is valid when made."""
+    return datetime.datetime.now(datetime.UTC) + validity
 
 
 def lacks_key_identifier(cert_path: Path) -> bool:
@@ -63,7 +72,11 @@ def lacks_key_identifier(cert_path: Path) -> bool:
     return False
 
 
-def create_ca(directory: Path, name: str = "ansible-operator-local-ca") -> KeyPair:
+def create_ca(
+    directory: Path,
+    name: str = "ansible-operator-local-ca",
+    validity: datetime.timedelta = VALIDITY,
+) -> KeyPair:
     key = ec.generate_private_key(ec.SECP256R1())
     subject = _name(name)
     cert = (
@@ -73,7 +86,7 @@ def create_ca(directory: Path, name: str = "ansible-operator-local-ca") -> KeyPa
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(_now())
-        .not_valid_after(_now() + VALIDITY)
+        .not_valid_after(_ends(validity))
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(
@@ -116,6 +129,7 @@ def _issue(
     subject: x509.Name,
     usage: ExtendedKeyUsageOID,
     san: x509.SubjectAlternativeName | None = None,
+    validity: datetime.timedelta = VALIDITY,
 ) -> KeyPair:
     ca_cert, ca_key = _load_ca(ca)
     key = ec.generate_private_key(ec.SECP256R1())
@@ -126,7 +140,7 @@ def _issue(
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(_now())
-        .not_valid_after(_now() + VALIDITY)
+        .not_valid_after(_ends(validity))
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
@@ -161,7 +175,12 @@ def issue_serving_cert(ca: KeyPair, directory: Path) -> KeyPair:
 
 
 def issue_server_cert(
-    ca: KeyPair, directory: Path, stem: str, names: list[str], common_name: str
+    ca: KeyPair,
+    directory: Path,
+    stem: str,
+    names: list[str],
+    common_name: str,
+    validity: datetime.timedelta = VALIDITY,
 ) -> KeyPair:
     """A serving certificate for `names` (DNS names or IP addresses), e.g. a
     webhook's Service names or the loopback address the API server calls."""
@@ -173,7 +192,12 @@ def issue_server_cert(
             entries.append(x509.DNSName(name))
     directory.mkdir(parents=True, exist_ok=True)
     san = x509.SubjectAlternativeName(entries)
-    return _issue(ca, directory, stem, _name(common_name), ExtendedKeyUsageOID.SERVER_AUTH, san)
+    usage = ExtendedKeyUsageOID.SERVER_AUTH
+    # X.509 caps a common name at 64 characters, which a Service's full name can pass
+    # (<name>.<namespace>.svc); clients match the names above, the CN only labels it.
+    if len(common_name) > MAX_COMMON_NAME:
+        common_name = common_name.split(".", 1)[0][:MAX_COMMON_NAME]
+    return _issue(ca, directory, stem, _name(common_name), usage, san, validity)
 
 
 def issue_client_cert(

@@ -39,7 +39,9 @@ def sample_operator(
             ROOT / "watches.yaml",
             kube_cluster.kubeconfig,
             log_path=tmp_path_factory.mktemp("operator") / "operator.log",
-            args=args,
+            # watches.yaml has webhooks: served on a free loopback port, not :9443, so that
+            # test sessions sharing a machine never fight over one port (a later flag wins).
+            args=["--webhook-bind-address=127.0.0.1:0", *(args or [])],
             env=env,
             cwd=ROOT,
         )

@@ -11,11 +11,12 @@ import stat
 from pathlib import Path
 
 import pytest
+import yaml
 from faultops import StartOperator, converged, create, failed
 from kubernetes import client
 
 from ansible_operator.cluster import LocalControlPlane
-from ansible_operator.testing.manifests import apply_manifests
+from ansible_operator.testing.manifests import apply_manifests, documents
 from ansible_operator.testing.reading import events_for
 from ansible_operator.testing.waiting import eventually, wait_for_condition
 
@@ -88,23 +89,30 @@ def test_no_log_values_and_secret_data_never_reach_logs_or_events(
 def samples_user(
     control_plane: LocalControlPlane, kube_api: client.ApiClient, kube_namespace: str
 ) -> Path:
-    """A user with exactly the samples' ClusterRole, and a kubeconfig for it."""
+    """A user with exactly the cluster-wide permissions config/rbac/ gives the samples'
+    operator (the samples' ClusterRole and the webhooks' one), and a kubeconfig for it."""
     for crd in sorted((ROOT / "config" / "crd" / "bases").glob("*.yaml")):
         apply_manifests(kube_api, crd)
-    role = [d for d in apply_manifests(kube_api, ROOT / "config" / "rbac" / "role.yaml")]
-    name = next(d["metadata"]["name"] for d in role if d["kind"] == "ClusterRole")
     user = f"samples-{kube_namespace}"
-    client.RbacAuthorizationV1Api(kube_api).create_cluster_role_binding(
-        client.V1ClusterRoleBinding(
-            metadata=client.V1ObjectMeta(name=user),
-            role_ref=client.V1RoleRef(
-                api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=name
-            ),
-            subjects=[
-                client.RbacV1Subject(kind="User", name=user, api_group="rbac.authorization.k8s.io")
-            ],
-        )
-    )
+    for manifest in ("role.yaml", "webhook.yaml"):
+        for role in documents(ROOT / "config" / "rbac" / manifest):
+            if role["kind"] != "ClusterRole":
+                continue
+            apply_manifests(kube_api, yaml.safe_dump(role))
+            name = role["metadata"]["name"]
+            client.RbacAuthorizationV1Api(kube_api).create_cluster_role_binding(
+                client.V1ClusterRoleBinding(
+                    metadata=client.V1ObjectMeta(name=f"{user}-{name}"[:253]),
+                    role_ref=client.V1RoleRef(
+                        api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=name
+                    ),
+                    subjects=[
+                        client.RbacV1Subject(
+                            kind="User", name=user, api_group="rbac.authorization.k8s.io"
+                        )
+                    ],
+                )
+            )
     return control_plane.user_kubeconfig(user)
 
 

@@ -20,7 +20,8 @@ util = pathlib.Path(COLLECTIONS_PATH) / "ansible_collections/operator_sdk/util/p
 print(json.dumps({
     "plugins": [e.value for e in md.entry_points(group="ansible_runner.plugins")],
     "util_modules": sorted(p.stem for p in util.glob("*.py"))
-        + sorted(p.stem for p in (util.parent / "module_utils").glob("*.py")),
+        + sorted(p.stem for p in (util.parent / "module_utils").glob("*.py"))
+        + sorted(p.stem for p in (util.parent / "action").glob("*.py")),
     "core": json.loads((pathlib.Path(core.__path__[0]) / "MANIFEST.json").read_text())
         ["collection_info"]["version"],
     "editable": "site-packages" not in str(COLLECTIONS_PATH),
@@ -57,9 +58,11 @@ def test_install_script_gives_a_complete_runtime(tmp_path: Path) -> None:
         "k8s_status",
         "osdk_metric",
         "requeue_after",
+        "admission",
         "k8s_auth",
         "k8s_lookup",
         "status_merge",
+        "admission_response",
     ]
     assert probe["core"].startswith("6.")
     assert not probe["editable"], "the image installs a wheel, not the source tree"

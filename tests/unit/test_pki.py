@@ -44,3 +44,15 @@ def test_a_client_certificate_passes_strict_verification(tmp_path: Path) -> None
     serving = pki.issue_serving_cert(ca, tmp_path)
     admin = pki.issue_client_cert(ca, tmp_path, "admin", ("system:masters",))
     assert handshake(ca, serving, admin) == "admin"
+
+
+def test_a_service_name_longer_than_a_common_name_may_be_still_gets_its_certificate(
+    tmp_path: Path,
+) -> None:
+    # config/: the samples' webhook Service, 68 characters with its namespace.
+    service = "ansible-operator-samples-webhook-service.ansible-operator-system.svc"
+    ca = pki.create_ca(tmp_path)
+    serving = pki.issue_server_cert(ca, tmp_path, "webhook", [service], service)
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(serving.cert_path, serving.key_path)
+    assert exchange(strict_client_context(ca), server, service) == ""

@@ -43,6 +43,8 @@ async def test_events_reach_their_run_and_other_tokens_are_refused(tmp_path: Pat
         assert await post(receiver.socket_path, "/metrics", {"name": "m"}, two.token) == 200
         assert metrics == [{"name": "m"}]
         assert await post(receiver.socket_path, "/events", [1, 2], two.token) == 400
+        assert await post(receiver.socket_path, "/events", "text", two.token) == 400
+        assert second == [{"event": "b"}]
     finally:
         await receiver.stop()
     assert not receiver.socket_path.exists()
@@ -75,5 +77,19 @@ async def test_metrics_answer_as_the_go_operator_does(tmp_path: Path) -> None:
                     "http://localhost/metrics", data=json.dumps(body), headers=headers
                 ) as response:
                     assert (response.status, await response.text()) == (status, text)
+    finally:
+        await receiver.stop()
+
+
+async def test_events_sent_together_reach_their_run_in_their_order(tmp_path: Path) -> None:
+    receiver = EventReceiver(tmp_path / "events.sock")
+    await receiver.start()
+    try:
+        events: list[dict] = []
+        channel = receiver.open_channel(events.append)
+        batch = [{"event": "verbose", "stdout": "one"}, {"event": "playbook_on_start"}]
+        assert await post(receiver.socket_path, "/events", batch, channel.token) == 204
+        assert events == batch
+        assert channel.received == 2
     finally:
         await receiver.stop()

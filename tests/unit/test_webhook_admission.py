@@ -3,11 +3,13 @@ API server gets; the configurations that tell the API server where to call."""
 
 from __future__ import annotations
 
+import ast
 import base64
 import importlib.util
 import json
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -343,8 +345,8 @@ def test_where_the_api_server_calls_and_the_names_the_certificate_is_for() -> No
         parse_service("svc")
 
 
-def test_the_module_refuses_a_patch_the_api_server_would_refuse() -> None:
-    module = _collection_module("admission_response")
+def test_the_answer_refuses_a_patch_the_api_server_would_refuse() -> None:
+    module = _collection_file("module_utils/admission.py")
     assert module.check_patch([{"op": "add", "path": "/a", "value": 1}]) is None
     assert module.check_patch([{"op": "merge", "path": "/a"}]) == (
         "patch[0]: 'op' must be one of add, remove, replace, move, copy, test"
@@ -361,9 +363,31 @@ def test_the_module_refuses_a_patch_the_api_server_would_refuse() -> None:
     )
 
 
+def test_the_answer_is_shaped_as_the_operator_reads_it() -> None:
+    admission = _collection_file("module_utils/admission.py")
+    defaults = {key: spec.get("default") for key, spec in admission.ARGUMENT_SPEC.items()}
+    answer, problem = admission.answer_of(
+        defaults | {"allowed": False, "message": "no", "warnings": [1], "audit_annotations": {1: 2}}
+    )
+    assert problem is None
+    assert answer == {
+        "allowed": False,
+        "code": 403,
+        "message": "no",
+        "warnings": ["1"],
+        "audit_annotations": {"1": "2"},
+    }
+    assert admission.answer_of(defaults | {"code": 200}) == (
+        None,
+        "code must be an HTTP error status (400-599), not 200",
+    )
+
+
 def test_the_modules_documentation_parses_as_ansible_doc_reads_it() -> None:
-    module = _collection_module("admission_response")
+    module = _documentation("admission_response")
+    admission = _collection_file("module_utils/admission.py")
     options = yaml.safe_load(module.DOCUMENTATION)["options"]
+    assert set(options) == set(admission.ARGUMENT_SPEC)
     assert set(options) == {
         "allowed",
         "message",
@@ -378,16 +402,31 @@ def test_the_modules_documentation_parses_as_ansible_doc_reads_it() -> None:
     assert "admission_response" in yaml.safe_load(module.RETURN)
 
 
-def _collection_module(name: str) -> Any:
+def _collection_file(relative: str) -> Any:
+    """A file of the collection's plugins/ that imports nothing of Ansible's, loaded."""
     from ansible_operator.collections import COLLECTIONS_PATH
 
-    path = (
-        Path(COLLECTIONS_PATH)
-        / "ansible_collections/operator_sdk/util/plugins/modules"
-        / f"{name}.py"
-    )
-    spec = importlib.util.spec_from_file_location(f"collection_{name}", path)
+    path = Path(COLLECTIONS_PATH) / "ansible_collections/operator_sdk/util/plugins" / relative
+    spec = importlib.util.spec_from_file_location(f"collection_{path.stem}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _documentation(name: str) -> Any:
+    """A module's DOCUMENTATION, EXAMPLES and RETURN, read as ansible-doc reads them: from
+    the source, without importing it."""
+    from ansible_operator.collections import COLLECTIONS_PATH
+
+    path = (
+        Path(COLLECTIONS_PATH) / f"ansible_collections/operator_sdk/util/plugins/modules/{name}.py"
+    )
+    found = {
+        target.id: node.value.value
+        for node in ast.parse(path.read_text()).body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    return SimpleNamespace(**found)

@@ -132,6 +132,7 @@ def test_a_ca_near_its_end_is_replaced(tmp_path: Path, monkeypatch: pytest.Monke
     secrets.stored = tls.ca_secret("ops", "ca", old)
     monkeypatch.setattr(tls, "RENEW_BEFORE", tls.RENEW_BEFORE * 100)  # a year is "near" now
     assert not tls.usable_ca(*old)
-    made = asyncio.run(tls.operator_made(secrets, ("ops", "ca"), ["svc.ops.svc"], tmp_path))
+    near = tls.Lifetimes(ca=tls.RENEW_BEFORE * 200, ca_renew_before=tls.RENEW_BEFORE * 100)
+    made = asyncio.run(tls.operator_made(secrets, ("ops", "ca"), ["svc.ops.svc"], tmp_path, near))
     assert made.ca_bundle != old[0]
     assert secrets.writes == 1

@@ -124,7 +124,9 @@ class AnsibleReconciler:
             try:
                 # observedGeneration waits for the outcome: it says which
                 # generation the Successful/Failure conditions describe.
-                await self._write_status(obj, conditions.running(obj.get("status")), observe=False)
+                await self._write_status(
+                    obj, conditions.running(obj.get("status")), observe=False, known=obj
+                )
             except ObjectGone:
                 return Outcome()
 
@@ -234,16 +236,25 @@ class AnsibleReconciler:
                 )
 
     async def _write_status(
-        self, obj: dict[str, Any], updates: list[conditions.Condition], *, observe: bool = True
+        self,
+        obj: dict[str, Any],
+        updates: list[conditions.Condition],
+        *,
+        observe: bool = True,
+        known: Mapping[str, Any] | None = None,
     ) -> None:
+        """`known`: the object as last seen, else the cache's (the role's writes through the
+        proxy are in it): tried before a read (status.py)."""
         metadata = obj["metadata"]
+        namespace = metadata.get("namespace")
         await write_conditions(
             self.shared.api,
             self.resource,
-            metadata.get("namespace"),
+            namespace,
             metadata["name"],
             updates,
             observed_generation=metadata.get("generation") if observe else None,
+            known=known or self.reader.get(namespace or None, metadata["name"]),
         )
 
     def _forget(self, key: ObjectKey) -> None:

@@ -4,7 +4,7 @@ retry on conflict with a fresh read, and every key a role wrote kept."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ansible_operator.controller.conditions import Condition, merge_conditions
@@ -28,21 +28,28 @@ async def write_conditions(
     conditions: Sequence[Condition],
     *,
     observed_generation: int | None = None,
+    known: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Merge our conditions into the object's current status and write it.
 
     The patch carries the resourceVersion it was computed from, so a concurrent
     writer makes it fail with 409 and it is recomputed from a fresh read,
     instead of overwriting what the other writer (or the role) just wrote.
+    `known`: the object as the informer's cache has it, tried first instead of a
+    read (a request less per write); if it is stale, the 409 leads to the read.
     """
     use_subresource = "status" in resource.subresources
     for _attempt in range(CONFLICT_RETRIES):
-        try:
-            current = await api.get(resource, name, namespace)
-        except ApiError as error:
-            if error.status == 404:
-                raise ObjectGone(f"{resource.kind} {namespace}/{name}") from error
-            raise
+        if known is not None and (known.get("metadata") or {}).get("resourceVersion"):
+            current, known, trusted = dict(known), None, False
+        else:
+            try:
+                current = await api.get(resource, name, namespace)
+            except ApiError as error:
+                if error.status == 404:
+                    raise ObjectGone(f"{resource.kind} {namespace}/{name}") from error
+                raise
+            trusted = True
         status = current.get("status")
         if not isinstance(status, dict):
             status = {}
@@ -50,7 +57,9 @@ async def write_conditions(
         new_status["conditions"] = merge_conditions(status.get("conditions"), conditions)
         if observed_generation is not None:
             new_status["observedGeneration"] = observed_generation
-        if new_status == status:
+        # Nothing to write, by the server's word; the cache's might be stale: its patch
+        # then fails with 409 (and a no-op write changes nothing).
+        if new_status == status and trusted:
             return current
         patch = {
             "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},

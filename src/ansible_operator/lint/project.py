@@ -1,5 +1,6 @@
-"""What `ansible-operator check` reads: the roles and playbooks of the watches, and
-the roles those use (meta dependencies, `import_role`, `include_role`, `roles:`)."""
+"""What `ansible-operator check` reads: the roles and playbooks of the watches and of the
+webhooks, and the roles those use (meta dependencies, `import_role`, `include_role`,
+`roles:`)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,16 @@ import yaml
 
 from ansible_operator.lint import yaml_nodes as y
 from ansible_operator.watches import Watch
+from ansible_operator.webhook_entries import Webhook
 
-__all__ = ["Targets", "role_files", "targets_of", "yaml_files"]
+__all__ = [
+    "Targets",
+    "role_files",
+    "roles_reached",
+    "roles_used_by_playbook",
+    "targets_of",
+    "yaml_files",
+]
 
 _ROLE_ACTIONS = {
     f"{prefix}{name}"
@@ -27,6 +36,10 @@ _NESTED = ("block", "rescue", "always", "pre_tasks", "tasks", "post_tasks", "han
 class Targets:
     roles: list[Path] = field(default_factory=list)
     playbooks: list[Path] = field(default_factory=list)
+    # The role or playbook each webhook runs, with the webhooks that run it; and those a
+    # watch runs too (a reconcile's variables come from the object: unknown here).
+    of_webhooks: dict[Path, list[Webhook]] = field(default_factory=dict)
+    of_watches: set[Path] = field(default_factory=set)
 
 
 def yaml_files(folder: Path) -> list[Path]:
@@ -45,26 +58,52 @@ def role_files(role: Path, folder: str) -> list[Path]:
     return found or yaml_files(role / folder / "main")
 
 
-def targets_of(watches: Iterable[Watch], directory: Path, env: Mapping[str, str]) -> Targets:
+def targets_of(
+    watches: Iterable[Watch],
+    directory: Path,
+    env: Mapping[str, str],
+    webhooks: Iterable[Webhook] = (),
+) -> Targets:
     targets = Targets()
     roles: list[Path] = []
+    runs: list[tuple[Path | None, Path | None, Webhook | None]] = []
     for watch in watches:
-        for role in (watch.role, watch.finalizer.role if watch.finalizer else None):
-            if role is not None:
-                roles.append(role)
-        for playbook in (watch.playbook, watch.finalizer.playbook if watch.finalizer else None):
-            if playbook is not None and playbook not in targets.playbooks:
-                targets.playbooks.append(playbook)
-                roles += _used_roles([playbook], [playbook.parent / "roles"], directory, env)
+        runs.append((watch.role, watch.playbook, None))
+        if watch.finalizer:
+            runs.append((watch.finalizer.role, watch.finalizer.playbook, None))
+    runs += [(webhook.role, webhook.playbook, webhook) for webhook in webhooks]
+    for role, playbook, webhook in runs:
+        # A playbook wins over a role, as when it runs.
+        target = playbook or role
+        if target is not None and webhook is None:
+            targets.of_watches.add(target)
+        elif target is not None and webhook is not None:
+            targets.of_webhooks.setdefault(target, []).append(webhook)
+        if role is not None:
+            roles.append(role)
+        if playbook is not None and playbook not in targets.playbooks:
+            targets.playbooks.append(playbook)
+            roles += _used_roles([playbook], [playbook.parent / "roles"], directory, env)
+    targets.roles = roles_reached(roles, directory, env)
+    return targets
+
+
+def roles_reached(roles: Iterable[Path], directory: Path, env: Mapping[str, str]) -> list[Path]:
+    """`roles` and every role they use, each once, in the order found."""
+    reached: list[Path] = []
     queue = list(dict.fromkeys(roles))
     while queue:
         role = queue.pop(0)
-        if role in targets.roles:
+        if role in reached:
             continue
-        targets.roles.append(role)
+        reached.append(role)
         files = role_files(role, "tasks") + role_files(role, "handlers") + role_files(role, "meta")
         queue += [r for r in _used_roles(files, [role.parent], directory, env) if r not in queue]
-    return targets
+    return reached
+
+
+def roles_used_by_playbook(playbook: Path, directory: Path, env: Mapping[str, str]) -> list[Path]:
+    return _used_roles([playbook], [playbook.parent / "roles"], directory, env)
 
 
 def _used_roles(

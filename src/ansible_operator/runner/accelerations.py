@@ -14,11 +14,13 @@ from ansible_operator.runner import (
     bytecode,
     local_tmp,
     module_server,
+    parse_cache,
     payload_cache,
     plugin_preload,
     prebuild,
     runner_patches,
     template_cache,
+    worker_prefill,
 )
 from ansible_operator.runner.acceleration import Acceleration
 
@@ -28,6 +30,8 @@ def accelerations(shim: Path) -> tuple[Acceleration, ...]:
     return (
         runner_patches.PLAYBOOK_IN_FORK_ACCELERATION,
         plugin_preload.ACCELERATION,
+        worker_prefill.ACCELERATION,
+        parse_cache.ACCELERATION,
         template_cache.ACCELERATION,
         payload_cache.ACCELERATION,
         prebuild.ACCELERATION,

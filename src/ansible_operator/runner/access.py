@@ -23,4 +23,5 @@ class RunAccess:
 
 
 class AccessProvider(Protocol):
-    def grant(self, owner: Owner) -> RunAccess: ...
+    # writes=False: the run may only read (an admission run that must not write).
+    def grant(self, owner: Owner, *, writes: bool = True) -> RunAccess: ...

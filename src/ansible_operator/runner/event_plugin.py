@@ -43,9 +43,11 @@ class UnixHTTPConnection(http.client.HTTPConnection):
 
 
 _connection: UnixHTTPConnection | None = None
+HELD_EVENTS = frozenset({"verbose"})
+_held: list[dict[str, Any]] = []  # events not sent yet, in their order
 
 
-def _post(path: str, payload: dict[str, Any]) -> None:
+def _post(path: str, payload: dict[str, Any] | list[dict[str, Any]]) -> None:
     global _connection
     socket_path = os.environ.get(SOCKET_ENV)
     token = os.environ.get(TOKEN_ENV)
@@ -84,9 +86,21 @@ def event_handler(runner_config: Any, data: dict[str, Any]) -> None:
     if isinstance(stdout, str) and len(stdout) > MAX_EVENT_STRING:
         data[OUTPUT_SIZE_FIELD] = len(stdout)
     _cut(data)  # in place: ansible-runner writes the event's file after us
-    _post("/events", data)
+    # Verbose lines (a dozen before the first task at the default verbosity)
+    # tell nothing about a task's progress: they go with the next event, in
+    # one request instead of one each.
+    _held.append(data)
+    if data.get("event") not in HELD_EVENTS:
+        _flush()
 
 
 def status_handler(runner_config: Any, data: dict[str, Any]) -> None:
+    _flush()
     # The "starting" status carries the whole environment, run token included: send only the status.
     _post("/status", {"status": data.get("status"), "runner_ident": data.get("runner_ident")})
+
+
+def _flush() -> None:
+    if _held:
+        _post("/events", _held[0] if len(_held) == 1 else list(_held))
+        _held.clear()

@@ -15,6 +15,8 @@ from pathlib import Path
 from ansible_operator.runner.acceleration import Acceleration, require, used
 
 NAME = "plugin-preload"
+# Our own callback plugins, on every run's callback path (warm.ansible_environment).
+OWN_CALLBACKS = Path(__file__).resolve().parent / "callback_plugins"
 PLUGINS = (
     ("strategy_loader", "linear"),
     ("action_loader", "normal"),
@@ -63,11 +65,35 @@ def preload() -> None:
         with contextlib.suppress(Exception):
             loaded += getattr(loader, loader_name).get(name, class_only=True) is not None
     # Every run loads all callback plugins; not ansible-runner's (its import
-    # reads the run's artifact directory), so only Ansible's own, here.
-    for builtin in Path(callback_package.__file__).parent.glob("[!_]*.py"):
+    # reads the run's artifact directory), so only Ansible's own and ours, here.
+    # Not the deprecated ones: loading one says so in the operator's log, and runs only
+    # list them (a run that uses one gets Ansible's warning as usual).
+    deprecated = _deprecated_builtin_callbacks()
+    callbacks = [
+        path
+        for path in Path(callback_package.__file__).parent.glob("[!_]*.py")
+        if path.stem not in deprecated
+    ]
+    callbacks += OWN_CALLBACKS.glob("[!_]*.py")
+    for callback in callbacks:
         with contextlib.suppress(Exception):
-            loaded += loader.callback_loader.get(builtin.stem, class_only=True) is not None
+            loaded += loader.callback_loader.get(callback.stem, class_only=True) is not None
     used(NAME, loaded)
+
+
+def _deprecated_builtin_callbacks() -> set[str]:
+    """ansible.builtin's callbacks its routing marks deprecated or removed."""
+    try:
+        from ansible.utils.collection_loader._collection_finder import _get_collection_metadata
+
+        routing = _get_collection_metadata("ansible.builtin").get("plugin_routing") or {}
+    except Exception:
+        return set()
+    return {
+        name
+        for name, entry in (routing.get("callback") or {}).items()
+        if isinstance(entry, dict) and ("deprecation" in entry or "tombstone" in entry)
+    }
 
 
 ACCELERATION = Acceleration(

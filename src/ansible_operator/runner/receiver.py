@@ -84,33 +84,40 @@ class EventReceiver:
             return None
         return self._channels.get(token)
 
-    async def _read_json(self, request: web.Request) -> dict[str, Any] | None:
+    async def _read_json(self, request: web.Request) -> Any:
         try:
-            payload = json.loads(await request.read())
+            return json.loads(await request.read())
         except (ValueError, UnicodeDecodeError):
             return None
-        return payload if isinstance(payload, dict) else None
 
     async def _events(self, request: web.Request) -> web.Response:
+        """One event (a JSON object) or several in their order (an array of them)."""
         channel = self._channel(request)
         if channel is None:
             return web.Response(status=401, text="unknown or finished run\n")
-        event = await self._read_json(request)
-        if event is None:
-            return web.Response(status=400, text="body must be a JSON object\n")
-        channel.received += 1
-        try:
-            channel.on_event(event)
-        except Exception:
-            log.exception("event handler failed run=%s event=%s", channel.label, event.get("event"))
+        payload = await self._read_json(request)
+        events = payload if isinstance(payload, list) else [payload]
+        if not all(isinstance(event, dict) for event in events):
+            return web.Response(
+                status=400, text="body must be a JSON object or an array of objects\n"
+            )
+        for event in events:
+            channel.received += 1
+            try:
+                channel.on_event(event)
+            except Exception:
+                log.exception(
+                    "event handler failed run=%s event=%s", channel.label, event.get("event")
+                )
         return web.Response(status=204)
 
     async def _status(self, request: web.Request) -> web.Response:
         channel = self._channel(request)
         if channel is None:
             return web.Response(status=401, text="unknown or finished run\n")
-        payload = await self._read_json(request) or {}
-        channel.statuses.append(str(payload.get("status", "")))
+        payload = await self._read_json(request)
+        status = payload.get("status", "") if isinstance(payload, dict) else ""
+        channel.statuses.append(str(status))
         return web.Response(status=204)
 
     async def _metrics(self, request: web.Request) -> web.Response:
@@ -118,7 +125,7 @@ class EventReceiver:
         if channel is None:
             return web.Response(status=401, text="unknown or finished run\n")
         payload = await self._read_json(request)
-        if payload is None:
+        if not isinstance(payload, dict):
             return web.Response(status=400, text="body must be a JSON object\n")
         if self._on_metric is None:
             return web.Response(status=503, text="user metrics are not enabled\n")

@@ -2,18 +2,21 @@
 
     controller --RunRequest--> Runner.run --> RunResult (+ its RunSummary)
 
-`AnsibleRunner` does the whole run: the proxy grant (an AccessProvider),
-the event channel (EventReceiver), the run directory, the event plugin's
-environment, the verbosity, the run's cgroup, redaction of the run's
-credentials and the summary of its events. Reference or warm mode is one
-constructor argument (`warm`). Controller tests use runner/fake.py instead.
+`AnsibleRunner` turns the request into a RunPlan (the object's run directory,
+the role or finalizer, its extra vars, verbosity, timeout, check mode,
+artifacts to keep) and plays it (play.py: the proxy grant, the event
+channel, the run directory, the run's cgroup, redaction), within the global
+cap on concurrent runs, with the run metrics and log lines of a reconcile.
+Reference or warm mode is one constructor argument (`warm`). Controller
+tests use runner/fake.py instead.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,12 +28,11 @@ from ansible_operator.options import OperatorOptions
 from ansible_operator.runner import rundir
 from ansible_operator.runner.access import AccessProvider
 from ansible_operator.runner.cgroups import RunGroups
-from ansible_operator.runner.event_plugin import SOCKET_ENV, TOKEN_ENV
 from ansible_operator.runner.events import RunSummary
-from ansible_operator.runner.process import RunResult, RunSpec, execute
+from ansible_operator.runner.play import AnsiblePlayer, RunPlan
+from ansible_operator.runner.process import RunResult, RunSpec
 from ansible_operator.runner.receiver import EventReceiver
-from ansible_operator.runner.tasklog import TaskLogger
-from ansible_operator.runner.warm import WarmProcesses, ansible_environment
+from ansible_operator.runner.warm import WarmProcesses
 from ansible_operator.watches import Watch
 
 log = logging.getLogger("ansible_operator.controller")
@@ -80,15 +82,6 @@ def owner_of(watch: Watch, obj: Mapping[str, Any]) -> Owner:
     )
 
 
-def credentials(kubeconfig: Mapping[str, Any] | None) -> list[str]:
-    """The secrets of a run's kubeconfig: never shown, should a role print them."""
-    found = []
-    for user in (kubeconfig or {}).get("users") or []:
-        settings = (user or {}).get("user") or {}
-        found += [str(settings[key]) for key in ("token", "password") if settings.get(key)]
-    return found
-
-
 def chosen_verbosity(request: RunRequest, options: OperatorOptions) -> int:
     """The object's annotation, else the watch's, else the operator's."""
     if request.verbosity is not None:
@@ -96,6 +89,13 @@ def chosen_verbosity(request: RunRequest, options: OperatorOptions) -> int:
     if request.watch.ansible_verbosity is not None:
         return request.watch.ansible_verbosity
     return options.ansible_verbosity
+
+
+def kept_artifacts(request: RunRequest) -> int:
+    """The object's annotation, else the watch's maxRunnerArtifacts."""
+    if request.keep_artifacts is not None:
+        return request.keep_artifacts
+    return request.watch.max_runner_artifacts
 
 
 def what_to_play(request: RunRequest) -> tuple[Path | None, Path | None]:
@@ -139,124 +139,99 @@ class AnsibleRunner:
         live_output: LiveOutput | None = None,  # `reconcile`: Ansible's own output
     ) -> None:
         self.options = options
-        self.receiver = receiver
-        self.access = access
         self.runner_root = runner_root
         self.run_slots = run_slots
         self.metrics = metrics
-        self.warm = warm
-        self.run_groups = run_groups
         self.live_output = live_output
-
-    async def run(self, request: RunRequest) -> RunResult:
-        watch, options, obj = request.watch, self.options, request.obj
-        label = gvk_label(watch)
-        described = object_fields(obj)
-        owner = owner_of(watch, obj)
-        role, playbook = what_to_play(request)
-        extravars = extravars_for(request)
-        summary = RunSummary()
-        task_log = TaskLogger(
-            options.ansible_log_events,
-            described,
-            ansible_output=options.ansible_debug_logs,
-            redactor=summary.redactor,
+        self.player = AnsiblePlayer(
+            options=options,
+            receiver=receiver,
+            access=access,
+            runner_root=runner_root,
+            warm=lambda: warm,
+            run_groups=lambda: run_groups,
         )
-        live_output = self.live_output
 
-        def on_event(event: dict[str, Any]) -> None:
-            summary.add(event)
-            task_log.handle(event)
-            if live_output is not None and event.get("stdout"):
-                live_output(summary.redactor.stdout(event))
-
-        access = self.access.grant(owner)
-        for credential in credentials(access.kubeconfig):
-            summary.redactor.add(credential)
-        channel = self.receiver.open_channel(on_event, label=owner.describe())
+    def plan(self, request: RunRequest) -> RunPlan:
+        """The run a reconcile asks for."""
+        watch, options = request.watch, self.options
+        owner = owner_of(watch, request.obj)
+        role, playbook = what_to_play(request)
         ansible_args = options.ansible_args
         if options.check_mode:
             ansible_args = f"{ansible_args} --check --diff".strip()
-        interpreter = self.warm.interpreter if self.warm else None
-        run_dir = rundir.prepare(
-            rundir.object_dir(
-                self.runner_root,
-                watch.gvk.group,
-                watch.gvk.version,
-                watch.gvk.kind,
-                owner.namespace,
-                owner.name,
-            ),
-            extravars=extravars,
-            envvars=access.env,
-            kubeconfig=access.kubeconfig,
-            ansible_args=ansible_args,
-            inventory=options.inventory,
-            interpreter=interpreter,
-            private=rundir.private_root(self.runner_root),
+        subject_dir = rundir.object_dir(
+            self.runner_root,
+            watch.gvk.group,
+            watch.gvk.version,
+            watch.gvk.kind,
+            owner.namespace,
+            owner.name,
         )
-        keep = (
-            request.keep_artifacts
-            if request.keep_artifacts is not None
-            else watch.max_runner_artifacts
-        )
-        spec = RunSpec(
-            run_dir=run_dir,
+        return RunPlan(
+            owner=owner,
+            described=object_fields(request.obj),
+            subject_dir=subject_dir,
             role=role,
             playbook=playbook,
+            extravars=extravars_for(request),
             verbosity=chosen_verbosity(request, options),
             timeout=watch.run_timeout or options.run_timeout,
-            keep_artifacts=max(keep, 1),
+            # 0 keeps none: ansible-runner keeps at least one, rotated away after the run.
+            keep_artifacts=max(kept_artifacts(request), 1),
             skip_facts=options.skip_facts,
-            env=self._run_env(channel.token),
-            max_output=options.max_run_output,
-            memory_limit=options.run_memory_limit,
+            ansible_args=ansible_args,
         )
-        in_flight = self.metrics.runs_in_flight.labels(label)
-        try:
-            async with self.run_slots:
-                in_flight.inc()
-                try:
-                    log.info("run started %s run=%s", described, spec.ident)
-                    result = await execute(
-                        spec,
-                        summary,
-                        warm_runner=self.warm.run_socket if self.warm else None,
-                        groups=self.run_groups,
-                    )
-                finally:
-                    in_flight.dec()
-        finally:
-            self.receiver.close_channel(channel)
-            access.revoke()
-            rundir.remove_secrets(run_dir)
-            if keep == 0:
-                rundir.rotate_artifacts(run_dir, 0)
+
+    async def run(self, request: RunRequest) -> RunResult:
+        plan = self.plan(request)
+        label = gvk_label(request.watch)
+        summary = RunSummary()
+        live_output = self.live_output
+
+        def show(event: dict[str, Any]) -> None:
+            if live_output is not None and event.get("stdout"):
+                live_output(summary.redactor.stdout(event))
+
+        specs: list[RunSpec] = []
+        result = await self.player.play(
+            plan,
+            summary,
+            hold=lambda spec: self._holding(spec, plan, label, specs),
+            on_event=show,
+            rotate=None if kept_artifacts(request) else _remove_artifacts,
+        )
         outcome = "succeeded" if result.succeeded else "failed"
         self.metrics.run_duration.labels(label, outcome).observe(result.duration)
         stats = result.summary.stats
         log.info(
             "run %s %s run=%s duration=%.2fs ok=%s changed=%s failures=%s artifacts=%s",
             outcome,
-            described,
-            spec.ident,
+            plan.described,
+            result.ident,
             result.duration,
             stats.ok if stats else "-",
             stats.changed if stats else "-",
             stats.failures if stats else "-",
-            run_dir.artifacts / spec.ident,
+            specs[0].run_dir.artifacts / result.ident,
         )
         return result
 
-    def _run_env(self, token: str) -> dict[str, str]:
-        """The event plugin's way back to us, and the Ansible settings of
-        every run (pipelining to the warm interpreter in warm mode)."""
-        return {
-            SOCKET_ENV: str(self.receiver.socket_path),
-            TOKEN_ENV: token,
-            **ansible_environment(
-                roles_path=self.options.ansible_roles_path,
-                collections_path=self.options.ansible_collections_path,
-                pipelining=self.warm is not None,
-            ),
-        }
+    @contextlib.asynccontextmanager
+    async def _holding(
+        self, spec: RunSpec, plan: RunPlan, label: str, specs: list[RunSpec]
+    ) -> AsyncIterator[None]:
+        """A slot of the global cap, counted in flight while it runs."""
+        specs.append(spec)
+        in_flight = self.metrics.runs_in_flight.labels(label)
+        async with self.run_slots:
+            in_flight.inc()
+            try:
+                log.info("run started %s run=%s", plan.described, spec.ident)
+                yield
+            finally:
+                in_flight.dec()
+
+
+def _remove_artifacts(run_dir: rundir.RunDir) -> None:
+    rundir.rotate_artifacts(run_dir, 0)

@@ -57,12 +57,14 @@ from ansible_operator.runner import (
     hits,
     local_tmp,
     module_server,
+    parse_cache,
     payload_cache,
     plugin_preload,
     prebuild,
     proctree,
     runner_patches,
     template_cache,
+    worker_prefill,
 )
 from ansible_operator.runner.accelerations import accelerations
 from ansible_operator.runner.ansible_settings import (
@@ -144,6 +146,7 @@ def _playbook_here(argv: list[str], env: dict[str, str]) -> None:
         acceleration.install(
             template_cache.NAME, lambda: template_cache.install(_shared_root / "templates")
         )
+        acceleration.install(parse_cache.NAME, parse_cache.install)
         # The server configured it already, with this run's settings.
         warnings.filterwarnings("ignore", "AnsibleCollectionFinder has already been configured")
         from ansible.cli.playbook import PlaybookCLI
@@ -290,6 +293,8 @@ def serve(
     verdicts = {a.name: acceleration.verdict(a.name) for a in every}
     counters.reset()  # what the probes did is not a use
     acceleration.install(plugin_preload.NAME, plugin_preload.preload)
+    acceleration.install(worker_prefill.NAME, worker_prefill.prefill)
+    acceleration.install(parse_cache.NAME, lambda: parse_cache.prime(targets))
     # Made when Ansible's settings were read; each run makes (and removes) its own.
     from ansible import constants
 

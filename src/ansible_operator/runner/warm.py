@@ -27,9 +27,9 @@ from ansible_operator.runner.ansible_paths import ansible_search_paths, joined
 from ansible_operator.runner.hits import HITS_FILE, HitCounters
 from ansible_operator.runner.module_server import NAME as MODULE_INTERPRETER
 from ansible_operator.runner.module_server import SHIM_FILE
+from ansible_operator.runner.plugin_preload import OWN_CALLBACKS
 
 log = logging.getLogger("ansible_operator.runner")
-CALLBACK_PLUGINS = Path(__file__).resolve().parent / "callback_plugins"
 START_TIMEOUT = 60.0
 
 
@@ -52,7 +52,7 @@ def ansible_environment(
     roles.append(str(Path.cwd() / "roles"))
     env = {"ANSIBLE_COLLECTIONS_PATH": joined(collections), "ANSIBLE_ROLES_PATH": joined(roles)}
     # Our no_log reporter (see redaction.py) beside any callbacks of the operator's.
-    callbacks = [str(CALLBACK_PLUGINS), os.environ.get("ANSIBLE_CALLBACK_PLUGINS", "")]
+    callbacks = [str(OWN_CALLBACKS), os.environ.get("ANSIBLE_CALLBACK_PLUGINS", "")]
     env["ANSIBLE_CALLBACK_PLUGINS"] = joined(callbacks)
     if pipelining and "ANSIBLE_PIPELINING" not in os.environ:
         # Modules go to the warm interpreter on stdin: no temporary file

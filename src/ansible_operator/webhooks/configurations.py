@@ -2,7 +2,8 @@
 
 One of each kind per operator (named by `--webhook-configuration-name`), made from the
 watches file's webhooks at start-up with server-side apply, so a webhook removed from the
-file leaves the configuration, and the `caBundle` always matches the serving certificate. A
+file leaves the configuration, and the `caBundle` always matches the serving certificate (kept
+so while the operator runs: `apply_ca_bundle`, when the CA is renewed). A
 kind with no webhook left has its configuration deleted (only one we made). Who ships the
 configurations as manifests turns this off (`--webhook-manage-configurations=false`).
 
@@ -114,16 +115,8 @@ async def sync_configurations(
     """Make both configurations say what the watches file says."""
     for resource, chosen in by_kind(webhooks).items():
         if chosen:
-            body = configuration(resource, name, chosen, endpoint, ca_bundle)
             try:
-                await api.patch(
-                    resource,
-                    name,
-                    body,
-                    patch_type="apply",
-                    field_manager=FIELD_MANAGER,
-                    force=True,
-                )
+                await _apply(api, resource, name, chosen, endpoint, ca_bundle)
             except ApiError as error:
                 raise SystemExit(
                     f"webhooks: cannot apply {resource.kind} {name}: {error} (the operator "
@@ -139,6 +132,59 @@ async def sync_configurations(
             )
         else:
             await remove_configuration(api, resource, name)
+
+
+async def _apply(
+    api: ApiClient,
+    resource: Resource,
+    name: str,
+    webhooks: Sequence[Webhook],
+    endpoint: Endpoint,
+    ca_bundle: bytes | None,
+) -> None:
+    body = configuration(resource, name, webhooks, endpoint, ca_bundle)
+    await api.patch(
+        resource, name, body, patch_type="apply", field_manager=FIELD_MANAGER, force=True
+    )
+
+
+async def apply_ca_bundle(
+    api: ApiClient,
+    name: str,
+    webhooks: Sequence[Webhook],
+    endpoint: Endpoint,
+    ca_bundle: bytes,
+) -> bool:
+    """Give every webhook of the configurations `ca_bundle` where one lacks it (a renewed
+    CA; or a replica that had not seen the renewal applied its older bundle); True when
+    something was written: the API server reads it a moment later. Raises ApiError."""
+    wanted = base64.b64encode(ca_bundle).decode()
+    wrote = False
+    for resource, chosen in by_kind(webhooks).items():
+        if not chosen:
+            continue
+        try:
+            current = await api.get(resource, name)
+        except ApiError as error:
+            if error.status != 404:
+                raise
+            current = {}
+        bundles = {
+            entry.get("name"): (entry.get("clientConfig") or {}).get("caBundle")
+            for entry in current.get("webhooks") or []
+            if isinstance(entry, dict)
+        }
+        if all(bundles.get(webhook.name) == wanted for webhook in chosen):
+            continue
+        await _apply(api, resource, name, chosen, endpoint, ca_bundle)
+        log.info(
+            "webhook caBundle applied kind=%s name=%s cas=%d",
+            resource.kind,
+            name,
+            ca_bundle.count(b"-----BEGIN CERTIFICATE-----"),
+        )
+        wrote = True
+    return wrote
 
 
 async def remove_configurations(api: ApiClient, name: str) -> None:

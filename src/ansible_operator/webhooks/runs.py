@@ -1,7 +1,8 @@
 """One Ansible run per admission request, answered before the API server gives up.
 
-The same machinery as a reconcile (runner/: the run directory, the event channel, the warm
-runner, the run's cgroup, redaction) without what only reconciles need: no status, no
+The same way through the runner as a reconcile (runner/play.py: the run directory, the
+event channel, the warm runner, the run's cgroup, redaction), with the webhooks' own event
+receiver, proxy and run slots, and without what only reconciles need: no status, no
 finalizer, no Kubernetes Events, no requeue. The run reaches the API through the proxy with
 a grant that may only read, unless the webhook declares `sideEffects: NoneOnDryRun` and the
 request is no dry run.
@@ -17,23 +18,21 @@ import asyncio
 import contextlib
 import logging
 import shutil
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from ansible_operator.durations import format_duration
 from ansible_operator.kube.types import Owner
 from ansible_operator.options import OperatorOptions
 from ansible_operator.runner import rundir
-from ansible_operator.runner.access import RunAccess
+from ansible_operator.runner.access import AccessProvider
 from ansible_operator.runner.cgroups import RunGroups
-from ansible_operator.runner.event_plugin import SOCKET_ENV, TOKEN_ENV
 from ansible_operator.runner.events import RunSummary
-from ansible_operator.runner.process import RunSpec, execute
+from ansible_operator.runner.play import AnsiblePlayer, RunPlan
+from ansible_operator.runner.process import RunSpec
 from ansible_operator.runner.receiver import EventReceiver
-from ansible_operator.runner.run import credentials
-from ansible_operator.runner.tasklog import TaskLogger
-from ansible_operator.runner.warm import WarmProcesses, ansible_environment
+from ansible_operator.runner.warm import WarmProcesses
 from ansible_operator.webhook_entries import Webhook
 from ansible_operator.webhooks.answer import Answer, RunOutcome, answer_from_event
 from ansible_operator.webhooks.review import AdmissionRequest, admission_vars
@@ -45,12 +44,6 @@ MARGIN_SHARE = 0.1
 MAX_MARGIN = 1.0
 # A backstop for the run itself; the answer never waits for it.
 KILL_AFTER = 30.0
-
-
-class AdmissionAccess(Protocol):
-    """The proxy's grant (proxy/server.py ApiProxy.grant)."""
-
-    def grant(self, owner: Owner, *, writes: bool = True) -> RunAccess: ...
 
 
 def answer_budget(webhook: Webhook) -> float:
@@ -78,20 +71,24 @@ class AdmissionRunner:
         self,
         *,
         options: OperatorOptions,
-        receiver: EventReceiver,
-        access: AdmissionAccess,
+        receiver: EventReceiver,  # the webhooks' own, as is the proxy (`access`)
+        access: AccessProvider,
         runner_root: Path,
         slots: asyncio.Semaphore,  # concurrent admission runs
         warm: Callable[[], WarmProcesses | None],  # the warm processes, once started
         run_groups: Callable[[], RunGroups | None],
     ) -> None:
         self.options = options
-        self.receiver = receiver
-        self.access = access
         self.runner_root = runner_root
         self.slots = slots
-        self.warm = warm
-        self.run_groups = run_groups
+        self.player = AnsiblePlayer(
+            options=options,
+            receiver=receiver,
+            access=access,
+            runner_root=runner_root,
+            warm=warm,
+            run_groups=run_groups,
+        )
         self._in_flight: set[str] = set()  # idents whose artifacts must stay
         self._background: set[asyncio.Future[Any]] = set()
 
@@ -144,74 +141,49 @@ class AdmissionRunner:
         spec_made: list[RunSpec],
     ) -> RunOutcome:
         options = self.options
-        described = f"webhook={webhook.name} {request.describe()}"
         answers: list[Answer] = []
-        task_log = TaskLogger(
-            options.ansible_log_events,
-            described,
-            ansible_output=options.ansible_debug_logs,
-            redactor=summary.redactor,
-        )
 
         def on_event(event: dict[str, Any]) -> None:
-            summary.add(event)
-            task_log.handle(event)
             if not answers:
                 answer = answer_from_event(event)
                 if answer is not None:
                     answers.append(answer)
 
-        owner = owner_for(request)
-        access = self.access.grant(owner, writes=webhook.may_write(request.dry_run))
-        for credential in credentials(access.kubeconfig):
-            summary.redactor.add(credential)
-        channel = self.receiver.open_channel(on_event, label=described)
-        warm = self.warm()
-        run_dir: rundir.RunDir | None = None
-        ident = ""
-        try:
-            run_dir = rundir.prepare(
-                self.runner_root / "webhooks" / webhook.name,
-                extravars=admission_vars(request, webhook),
-                envvars=access.env,
-                kubeconfig=access.kubeconfig,
-                ansible_args=options.ansible_args,
-                inventory=options.inventory,
-                interpreter=warm.interpreter if warm else None,
-                private=rundir.private_root(self.runner_root),
-            )
-            spec = RunSpec(
-                run_dir=run_dir,
-                role=webhook.role,
-                playbook=webhook.playbook,
-                verbosity=options.ansible_verbosity,
-                timeout=budget + KILL_AFTER,
-                keep_artifacts=0,  # rotated here: concurrent runs share the directory
-                skip_facts=True,  # a role's facts about this host cost a second, every request
-                env=self._run_env(channel.token, warm),
-                max_output=options.max_run_output,
-                memory_limit=options.run_memory_limit,
-            )
-            ident = spec.ident
-            spec_made.append(spec)
-            self._in_flight.add(ident)
-            async with self.slots:
-                result = await execute(
-                    spec,
-                    summary,
-                    warm_runner=warm.run_socket if warm else None,
-                    groups=self.run_groups() or None,
-                )
-        finally:
-            self.receiver.close_channel(channel)
-            access.revoke()
-            self._in_flight.discard(ident)
-            if run_dir is not None:
-                rundir.remove_secrets(run_dir)
-                await asyncio.to_thread(self._rotate, run_dir, webhook.max_runner_artifacts)
+        plan = RunPlan(
+            owner=owner_for(request),
+            described=f"webhook={webhook.name} {request.describe()}",
+            subject_dir=self.runner_root / "webhooks" / webhook.name,
+            role=webhook.role,
+            playbook=webhook.playbook,
+            extravars=admission_vars(request, webhook),
+            verbosity=options.ansible_verbosity,
+            timeout=budget + KILL_AFTER,
+            keep_artifacts=0,  # rotated here: concurrent runs share the directory
+            skip_facts=True,  # a role's facts about this host cost a second, every request
+            ansible_args=options.ansible_args,
+            writes=webhook.may_write(request.dry_run),
+        )
+        result = await self.player.play(
+            plan,
+            summary,
+            hold=lambda spec: self._holding(spec, spec_made),
+            on_event=on_event,
+            rotate=lambda run_dir: self._rotate(run_dir, webhook.max_runner_artifacts),
+        )
         answer = _redacted(answers[0], summary) if answers else None
         failure = "" if result.succeeded else f"the role failed: {result.message}"
         return RunOutcome(answer, failure, result.duration, result.ident)
+
+    @contextlib.asynccontextmanager
+    async def _holding(self, spec: RunSpec, spec_made: list[RunSpec]) -> AsyncIterator[None]:
+        """A webhook run slot; the run's artifacts stay while it waits and runs."""
+        spec_made.append(spec)
+        self._in_flight.add(spec.ident)
+        try:
+            async with self.slots:
+                yield
+        finally:
+            self._in_flight.discard(spec.ident)
 
     def _rotate(self, run_dir: rundir.RunDir, keep: int) -> None:
         """Keep the newest `keep` artifact directories, never one of a run in flight."""
@@ -223,17 +195,6 @@ class AdmissionRunner:
             done = [entry for entry in entries if entry.name not in self._in_flight]
             for entry in done[: max(0, len(done) - keep)]:
                 shutil.rmtree(entry, ignore_errors=True)
-
-    def _run_env(self, token: str, warm: WarmProcesses | None) -> dict[str, str]:
-        return {
-            SOCKET_ENV: str(self.receiver.socket_path),
-            TOKEN_ENV: token,
-            **ansible_environment(
-                roles_path=self.options.ansible_roles_path,
-                collections_path=self.options.ansible_collections_path,
-                pipelining=warm is not None,
-            ),
-        }
 
 
 def _redacted(answer: Answer, summary: RunSummary) -> Answer:

@@ -37,6 +37,7 @@ from ansible_operator.webhooks import configurations, tls
 from ansible_operator.webhooks.answer import RunOutcome, decide
 from ansible_operator.webhooks.configurations import Endpoint
 from ansible_operator.webhooks.review import AdmissionRequest, review_answer
+from ansible_operator.webhooks.rotation import CertificateRotation, now_utc
 from ansible_operator.webhooks.runs import AdmissionRunner
 from ansible_operator.webhooks.server import WebhookServer
 
@@ -159,11 +160,12 @@ class WebhookService:
         if bind is None or not self.webhooks:
             return
         where = placement(self.options, self.pod_namespace)
+        lifetimes = tls.Lifetimes.from_environment()
         if self.options.webhook_cert_dir is not None:
             serving = tls.from_files(self.options.webhook_cert_dir)
         else:
             serving = await tls.operator_made(
-                api, where.ca_secret, where.names, self.scratch / "webhook-tls"
+                api, where.ca_secret, where.names, self.scratch / "webhook-tls", lifetimes
             )
         self._receiver = EventReceiver(
             self.scratch / "webhook-events.sock", on_metric=self.metrics.user_metric
@@ -197,6 +199,7 @@ class WebhookService:
                 "webhook configurations left to the manifests "
                 "(--webhook-manage-configurations=false)"
             )
+            self._rotate(api, serving, where.names, lifetimes, managed=False)
             return
         if serving.ca_bundle is None:
             log.warning(
@@ -208,8 +211,43 @@ class WebhookService:
         await configurations.sync_configurations(
             api, configuration_name(self.options), self.webhooks, self.endpoint, serving.ca_bundle
         )
+        self._rotate(api, serving, where.names, lifetimes, managed=True)
+
+    def _rotate(
+        self,
+        api: ApiClient,
+        serving: tls.ServingTls,
+        names: list[str],
+        lifetimes: tls.Lifetimes,
+        *,
+        managed: bool,
+    ) -> None:
+        """Started last, once the configurations hold the bundle: an operator-made
+        certificate (and its CA) renewed while the operator runs (rotation.py)."""
+        if serving.store is None:
+            return  # the user's files: followed by `follow_renewals`
+        name, endpoint, webhooks = configuration_name(self.options), self.endpoint, self.webhooks
+        assert endpoint is not None
+
+        async def apply_bundle(bundle: bytes) -> bool:
+            return await configurations.apply_ca_bundle(api, name, webhooks, endpoint, bundle)
+
+        rotation = CertificateRotation(
+            serving,
+            names,
+            self.scratch / "webhook-tls",
+            lifetimes,
+            apply_bundle if managed else None,
+            bundle_applied_at=now_utc() if managed else None,
+        )
+        self._renewals = asyncio.create_task(rotation.run())
 
     async def stop(self) -> None:
+        if self._renewals is not None:
+            # First: a rotation would apply the configurations deleted below again.
+            self._renewals.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renewals
         if self._remove_on_stop:
             # Nothing will answer at this loopback address: leave no webhook that
             # would refuse every matching request (failurePolicy Fail) once we are gone.
@@ -219,8 +257,6 @@ class WebhookService:
                     await configurations.remove_configurations(
                         api, configuration_name(self.options)
                     )
-        if self._renewals is not None:
-            self._renewals.cancel()
         if self._server is not None:
             await self._server.stop()
         if self._runner is not None:

@@ -41,11 +41,12 @@ class CallbackModule(CallbackBase):
 
     def _report(self, result: Any) -> None:
         socket_path, token = os.environ.get(SOCKET_ENV), os.environ.get(TOKEN_ENV)
-        fields = getattr(result, "task_fields", None) or getattr(result, "_task_fields", {})
-        if not socket_path or not token or not fields.get("no_log"):
+        if not socket_path or not token:
             return
-        task = getattr(result, "task", None) or result._task
-        values = {str(value) for value in templated_values(_raw_args(task), fields.get("args"))}
+        no_log, templated_args, task = _as_run(result)
+        if not no_log:
+            return
+        values = {str(value) for value in templated_values(_raw_args(task), templated_args)}
         values -= self._sent
         if not values:
             return
@@ -74,6 +75,20 @@ class CallbackModule(CallbackBase):
 
     def v2_runner_on_failed(self, result: Any, ignore_errors: bool = False) -> None:
         self._report(result)
+
+
+def _as_run(result: Any) -> tuple[Any, Any, Any]:
+    """(no_log, args, task) as the worker templated them.
+
+    From 2.19 the result's `task` carries the worker's attributes. Not its
+    `task_fields`: each read of it is a deprecation that walks the whole stack
+    reading source files, ~50 ms per task. Before 2.19 only `_task_fields` has
+    them, and `_task` is the task as written."""
+    task = getattr(result, "task", None)
+    if task is not None:
+        return task.no_log, task.args, task
+    fields = result._task_fields
+    return fields.get("no_log"), fields.get("args"), result._task
 
 
 def _raw_args(task: Any) -> Any:

@@ -1,12 +1,19 @@
 #!/usr/bin/python
 """operator_sdk.util.admission_response: a webhook role's answer to an admission request.
 
-Runs on the Python of the managed host: Python 3.9 syntax and library only.
+Runs on the Python of the managed host: Python 3.9 syntax and library only. Where the
+collection's action plugin of the same name is used (always, in ansible-operator's runs), this
+module never runs: the action plugin answers in the controller.
 """
 
 from __future__ import annotations
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.operator_sdk.util.plugins.module_utils.admission import (
+    ARGUMENT_SPEC,
+    MUTUALLY_EXCLUSIVE,
+    answer_of,
+)
 
 DOCUMENTATION = r"""
 module: admission_response
@@ -84,56 +91,17 @@ admission_response:
   sample: {"allowed": false, "message": "replicas must be at most 5", "code": 403}
 """
 
-PATCH_OPERATIONS = ("add", "remove", "replace", "move", "copy", "test")
-
-
-def check_patch(patch):
-    """The problem with a JSON patch, or None."""
-    for index, operation in enumerate(patch):
-        where = f"patch[{index}]"
-        if operation.get("op") not in PATCH_OPERATIONS:
-            return f"{where}: 'op' must be one of {', '.join(PATCH_OPERATIONS)}"
-        if not isinstance(operation.get("path"), str):
-            return f"{where}: 'path' must be a JSON pointer string such as /metadata/labels"
-        if operation["op"] in ("add", "replace", "test") and "value" not in operation:
-            return f"{where}: {operation['op']!r} needs a 'value'"
-        if operation["op"] in ("move", "copy") and not isinstance(operation.get("from"), str):
-            return f"{where}: {operation['op']!r} needs a 'from' pointer"
-    return None
-
 
 def main():
     module = AnsibleModule(
-        argument_spec={
-            "allowed": {"type": "bool", "default": True},
-            "message": {"type": "str"},
-            "reason": {"type": "str"},
-            "code": {"type": "int", "default": 403},
-            "object": {"type": "dict"},
-            "patch": {"type": "list", "elements": "dict"},
-            "warnings": {"type": "list", "elements": "str", "default": []},
-            "audit_annotations": {"type": "dict", "default": {}},
-        },
-        mutually_exclusive=[("object", "patch")],
+        argument_spec=ARGUMENT_SPEC,
+        mutually_exclusive=MUTUALLY_EXCLUSIVE,
         supports_check_mode=True,
     )
-    params = module.params
-    if params["patch"] is not None:
-        problem = check_patch(params["patch"])
-        if problem:
-            module.fail_json(msg=f"invalid patch: {problem}")
-            return
-    if not 400 <= params["code"] <= 599:
-        module.fail_json(msg=f"code must be an HTTP error status (400-599), not {params['code']}")
+    answer, problem = answer_of(module.params)
+    if problem is not None:
+        module.fail_json(msg=problem)
         return
-    answer = {"allowed": params["allowed"], "code": params["code"]}
-    for key in ("message", "reason", "object", "patch"):
-        if params[key] is not None:
-            answer[key] = params[key]
-    answer["warnings"] = [str(warning) for warning in params["warnings"]]
-    answer["audit_annotations"] = {
-        str(key): str(value) for key, value in params["audit_annotations"].items()
-    }
     module.exit_json(changed=False, admission_response=answer)
 
 
