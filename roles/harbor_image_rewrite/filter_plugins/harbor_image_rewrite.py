@@ -3,7 +3,7 @@ images, and the rewritten images.
 
 All of it is here, in Python, so the webhook role stays three tasks long (each task is latency
 in the API server's path) and the image reference grammar is unit-tested
-(tests/unit/test_harbor_image_rewrite.py).
+(tests/unit/test_image_rewrite_filters.py).
 
 - `namespace | harbor_rewrite_choice(configurations)` -> {'configuration': HSC or None,
   'warnings': [...]}: the goharbor.io/image-rewrite and goharbor.io/secret-issuer annotations
