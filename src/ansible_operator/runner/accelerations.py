@@ -13,6 +13,7 @@ from pathlib import Path
 from ansible_operator.runner import (
     bytecode,
     local_tmp,
+    module_handoff,
     module_server,
     parse_cache,
     payload_cache,
@@ -36,6 +37,7 @@ def accelerations(shim: Path) -> tuple[Acceleration, ...]:
         payload_cache.ACCELERATION,
         prebuild.ACCELERATION,
         module_server.interpreter_acceleration(shim),
+        module_handoff.ACCELERATION,
         bytecode.ACCELERATION,
         local_tmp.ACCELERATION,
         runner_patches.WORKER_GC_ACCELERATION,

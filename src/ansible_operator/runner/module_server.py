@@ -32,6 +32,7 @@ import tempfile
 import threading
 import zipfile
 import zipimport
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -63,6 +64,9 @@ WARM_IMPORTS = (
     "jsonpatch",
 )
 NAME = "warm-module-interpreter"
+# Where a run's session of this interpreter listens (see `_serve_session`);
+# in the run's environment, for the shim and for the task workers.
+SESSION_ENV = "ANSIBLE_OPERATOR_MODULE_SESSION"
 SHIM_FILE = "python"  # in the warm runner's scratch directory
 MAX_HEADER = 1 << 20
 PROBE_TIMEOUT = 30.0
@@ -74,19 +78,27 @@ print(AnsibleModule.__name__)
 sys.exit(3)
 """
 _compiled = CompiledSources()
+_session_groups: str | None = None  # in a run's session: the run's cgroups, joined
 # The shim runs once per task: it imports only what the interpreter has built
 # in (no `socket`, no `json`: ~15 ms less per task). marshal is safe here:
 # only the operator's user can reach the server's socket.
 SHIM = """#!{python} -IS
 # ansible-operator's module interpreter shim (warm runner mode): hands this
-# module run to the warm interpreter at {socket}; without it, runs Python itself.
+# module run to its run's session of the warm interpreter, else to the warm
+# interpreter at {socket}; without either, runs Python itself.
 import _socket, marshal, os, sys
 SERVER = {socket!r}
 PYTHON = {python!r}
-try:
+for address in (os.environ.get({session_env!r}), SERVER):
+    if not address:
+        continue
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    conn.connect(SERVER)
-except OSError:
+    try:
+        conn.connect(address)
+        break
+    except OSError:
+        conn.close()
+else:
     os.execv(PYTHON, [PYTHON] + sys.argv[1:])
 request = marshal.dumps({{"argv": sys.argv[1:], "cwd": os.getcwd(), "env": dict(os.environ)}})
 data = str(len(request)).encode() + b"\\n" + request
@@ -99,7 +111,9 @@ sys.exit(int(code) if code.strip() else 1)
 
 
 def write_shim(path: Path, socket_path: Path) -> Path:
-    path.write_text(SHIM.format(python=sys.executable, socket=str(socket_path)))
+    path.write_text(
+        SHIM.format(python=sys.executable, socket=str(socket_path), session_env=SESSION_ENV)
+    )
     path.chmod(0o700)
     return path
 
@@ -177,6 +191,57 @@ def _exit_when_shim_goes(conn: socket.socket) -> None:
     os._exit(137)
 
 
+def _serve_session(conn: socket.socket, request: dict[str, object]) -> NoReturn:
+    """Become one run's own module interpreter: into the run's cgroup once,
+    then its modules are forks of this process, born in the group. Moving a
+    process into a group waits on the kernel (~10 ms on cgroup v1 here), which
+    a module per task would pay each time. The session ends when the run
+    closes its connection, or dies."""
+    global _session_groups
+    environment = request.get("env")
+    groups = str(environment.get(cgroups.CGROUP_ENV, "")) if isinstance(environment, dict) else ""
+    cgroups.join(groups)
+    _session_groups = groups
+    address = Path(str(request["session"]))
+    listener = listen(address)
+    threading.Thread(target=_end_session, args=(conn, address), daemon=True).start()
+    serve_forks(listener, handle)
+
+
+def _end_session(conn: socket.socket, address: Path) -> None:
+    with contextlib.suppress(OSError):
+        conn.recv(1)
+    with contextlib.suppress(OSError):
+        address.unlink()
+    os._exit(0)
+
+
+def open_session(server: Path, address: Path, groups: str) -> socket.socket | None:
+    """From a run, in its cgroups (`groups`, as in CGROUP_ENV): ask the module
+    interpreter at `server` for a session of the run's own at `address`.
+    Does not wait for it: until it listens, the run's modules go to `server`
+    as before. Closing the socket returned (or the run's end) ends the session."""
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(str(server))
+        send_request(conn, {"session": str(address), "env": {cgroups.CGROUP_ENV: groups}})
+    except OSError:
+        conn.close()
+        return None
+    return conn
+
+
+def send_request(conn: socket.socket, request: dict[str, object], fds: Sequence[int] = ()) -> None:
+    """As the shim sends its request: `LENGTH\n`, the marshalled dict, and
+    the descriptors to run the module on (stdin, stdout, stderr)."""
+    body = marshal.dumps(request)
+    data = str(len(body)).encode() + b"\n" + body
+    if fds:
+        conn.sendmsg([data[:1]], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+        data = data[1:]
+    conn.sendall(data)
+
+
 def _run_child(conn: socket.socket) -> None:
     code = 1
     reporter = os.getpid()
@@ -185,12 +250,17 @@ def _run_child(conn: socket.socket) -> None:
     os.register_at_fork(after_in_child=lambda: os.close(conn.detach()))
     try:
         request, fds = _receive(conn)
+        if isinstance(request.get("session"), str):
+            _serve_session(conn, request)
         os.setpgid(0, 0)  # this module run and what it starts: one group to kill
         # A fork of ours, not of the run: into the run's cgroup (its memory
-        # cap, its end), since what the module starts stays where it is.
+        # cap, its end), since what the module starts stays where it is. A
+        # run's session is there already.
         environment = request.get("env")
         if isinstance(environment, dict):
-            cgroups.join(str(environment.get(cgroups.CGROUP_ENV, "")))
+            groups = str(environment.get(cgroups.CGROUP_ENV, ""))
+            if groups != _session_groups:
+                cgroups.join(groups)
         for target, fd in enumerate(fds[:3]):
             os.dup2(fd, target)
             os.close(fd)

@@ -56,6 +56,7 @@ from ansible_operator.runner import (
     cgroups,
     hits,
     local_tmp,
+    module_handoff,
     module_server,
     parse_cache,
     payload_cache,
@@ -102,6 +103,7 @@ WARM_IMPORTS = (
     "yaml",
 )
 _shared_root = Path()  # caches shared by the runs (payloads, templates)
+_module_socket = Path()  # the warm module interpreter's
 MAX_REQUEST = 16 << 20
 
 
@@ -142,6 +144,8 @@ def _playbook_here(argv: list[str], env: dict[str, str]) -> None:
         acceleration.used(runner_patches.PLAYBOOK_IN_FORK)
         acceleration.install(runner_patches.WORKER_GC, runner_patches.install_worker_gc)
         acceleration.install(local_tmp.NAME, local_tmp.install)
+        if acceleration.enabled(module_server.NAME):
+            acceleration.install(module_handoff.NAME, module_handoff.install)
         acceleration.install(payload_cache.NAME, _share_payloads(Path(argv[-1])))
         acceleration.install(
             template_cache.NAME, lambda: template_cache.install(_shared_root / "templates")
@@ -197,6 +201,7 @@ def _watch_connection(conn: socket.socket, run: _Run) -> None:
 def _runner(conn: socket.socket) -> None:
     code = 1
     run = _Run()
+    session: socket.socket | None = None
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # pexpect waits for its child
         os.setsid()
@@ -211,6 +216,7 @@ def _runner(conn: socket.socket) -> None:
         os.close(null)
         os.environ.clear()
         os.environ.update(request["env"])
+        session = _open_module_session()
         tempfile.tempdir = None
         os.chdir(request["cwd"])
         threading.Thread(target=_watch_connection, args=(conn, run), daemon=True).start()
@@ -230,9 +236,25 @@ def _runner(conn: socket.socket) -> None:
         with contextlib.suppress(OSError):
             conn.sendall(f"error {error!r}\n".encode())
     finally:
+        if session is not None:
+            with contextlib.suppress(OSError):
+                session.shutdown(socket.SHUT_RDWR)  # its forks of this run hold it too
         with contextlib.suppress(OSError):
             conn.sendall(f"exit {code}\n".encode())
         os._exit(code)
+
+
+def _open_module_session() -> socket.socket | None:
+    """In the run's cgroup, with the run's environment: the run's own session
+    of the warm module interpreter, named in the environment the run passes on."""
+    if not acceleration.enabled(module_server.NAME):
+        return None
+    address = _module_socket.parent / f"modules-{os.getpid()}.sock"
+    groups = os.environ.get(cgroups.CGROUP_ENV, "")
+    session = module_server.open_session(_module_socket, address, groups)
+    if session is not None:
+        os.environ[module_server.SESSION_ENV] = str(address)
+    return session
 
 
 def _read_request(conn: socket.socket) -> dict[str, Any]:
@@ -274,6 +296,7 @@ def serve(
     `switched_off`: accelerations the operator was told not to use."""
     die_with_parent()
     shim = module_server.write_shim(scratch / module_server.SHIM_FILE, module_socket)
+    module_handoff.configure(shim, module_socket)
     every = accelerations(shim)
     counters = hits.HitCounters.create(scratch / hits.HITS_FILE, [a.name for a in every])
     hits.use(counters)
@@ -282,8 +305,9 @@ def serve(
     # (callback plugins, stdout callback, ...) on top of the operator's.
     os.environ.update(runner_environment(scratch))
     os.chdir(scratch)  # no ansible.cfg here, as in a run's project directory
-    global _shared_root
+    global _shared_root, _module_socket
     _shared_root = scratch
+    _module_socket = module_socket
     (scratch / "templates").mkdir(mode=0o700, exist_ok=True)
     remember_preload_settings(dict(os.environ))
     for name in WARM_IMPORTS:
