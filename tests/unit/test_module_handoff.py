@@ -124,9 +124,7 @@ def test_the_probe_passes_on_this_ansible() -> None:
     module_handoff.probe()
 
 
-def test_a_handed_off_module_gets_what_the_shim_would_give(
-    server: Path, tmp_path: Path
-) -> None:
+def test_a_handed_off_module_gets_what_the_shim_would_give(server: Path, tmp_path: Path) -> None:
     shim = write_shim(tmp_path / "python", server)
     workdir = tmp_path / "work"
     workdir.mkdir()
