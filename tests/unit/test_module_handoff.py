@@ -92,6 +92,8 @@ def without_parent(stdout: bytes) -> list[bytes]:
             {"FOO": "a b'c", "BAR": "$HOME"},
         ),
         ("/bin/sh -c 'A=1 " + SHIM + "'", {"A": "1"}),
+        (f"/bin/sh -c '{SHIM} && sleep 0'", {}),  # as up to ansible-core 2.18
+        (f"/bin/sh -c 'A=1 {SHIM} && sleep 0'", {"A": "1"}),
     ],
 )
 def test_the_commands_ansible_writes_are_taken_apart(
@@ -103,7 +105,9 @@ def test_the_commands_ansible_writes_are_taken_apart(
 @pytest.mark.parametrize(
     "command",
     [
-        f"/bin/sh -c '{SHIM} && sleep 0'",  # a command after the module
+        f"/bin/sh -c '{SHIM} && sleep 1'",  # another command after the module
+        f"/bin/sh -c '{SHIM} && sleep 0 && rm -rf x'",
+        f"/bin/sh -c '{SHIM} ; sleep 0'",
         f"/bin/sh -c '{SHIM} /tmp/AnsiballZ_k8s.py'",  # a module file: not pipelined
         "/bin/sh -c /usr/bin/python3",  # not our interpreter
         f"/bin/bash -c {SHIM}",  # another executable

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ansible_operator.runner import (
+    ansible_settings,
     bytecode,
     local_tmp,
     module_handoff,
@@ -30,6 +31,7 @@ def accelerations(shim: Path) -> tuple[Acceleration, ...]:
     """`shim`: the module interpreter shim runs will name as their Python."""
     return (
         runner_patches.PLAYBOOK_IN_FORK_ACCELERATION,
+        ansible_settings.SETTINGS_ACCELERATION,
         plugin_preload.ACCELERATION,
         worker_prefill.ACCELERATION,
         parse_cache.ACCELERATION,

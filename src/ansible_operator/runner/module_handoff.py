@@ -10,7 +10,7 @@ reads the module's output and exit code as the stock path would.
 
 Only a command this module can rebuild byte for byte from what it parsed
 (the executable, `-c`, quoted assignments as Ansible's `sh` shell writes
-them, the shim) is handed off, and only without become; anything else, or a
+them, the shim, up to 2.18 `&& sleep 0`) is handed off, and only without become; anything else, or a
 warm interpreter that does not answer, goes the stock way.
 """
 
@@ -42,8 +42,9 @@ def configure(shim: Path, server: Path) -> None:
 
 
 def assignments(command: str, executable: str, shim: str) -> dict[str, str] | None:
-    """The environment assignments of `<executable> -c '<NAME=value ...> <shim>'`,
-    or None for any other command."""
+    """The environment assignments of `<executable> -c '<NAME=value ...> <shim>'`
+    (with ` && sleep 0` after it, as up to ansible-core 2.18), or None for any
+    other command."""
     with contextlib.suppress(ValueError):
         words = shlex.split(command)
         if len(words) != 3 or words[:2] != [executable, "-c"]:
@@ -51,6 +52,11 @@ def assignments(command: str, executable: str, shim: str) -> dict[str, str] | No
         if command != f"{executable} -c {shlex.quote(words[2])}":
             return None
         *pairs, program = shlex.split(words[2])
+        # Up to 2.18, Ansible appends `&& sleep 0`: the module's exit code either way.
+        tail = ""
+        if pairs[-3:] == [shim, "&&", "sleep"] and program == "0":
+            *pairs, program = pairs[:-2]
+            tail = " && sleep 0"
         if program != shim:
             return None
         environment: dict[str, str] = {}
@@ -60,7 +66,7 @@ def assignments(command: str, executable: str, shim: str) -> dict[str, str] | No
                 return None
             environment[name] = value
         rebuilt = [f"{name}={shlex.quote(value)}" for name, value in environment.items()]
-        if " ".join([*rebuilt, shlex.quote(program)]) != words[2]:
+        if " ".join([*rebuilt, shlex.quote(program)]) + tail != words[2]:
             return None
         return environment
     return None
@@ -188,7 +194,8 @@ def install() -> None:
         if environment is not None:
             # As the stock method does first: connect, if not yet.
             ConnectionBase.exec_command(self, cmd, in_data=in_data, sudoable=sudoable)
-            cwd = self.cwd or str(Path.cwd())
+            # Ansible 2.18 may set it as bytes (Popen takes either).
+            cwd = os.fsdecode(self.cwd) if self.cwd else str(Path.cwd())
             # What the shim would have been started with: the worker's
             # environment, the assignments, and the PWD the shell exports.
             done = hand_off({**os.environ, **environment, "PWD": cwd}, cwd, in_data or b"")

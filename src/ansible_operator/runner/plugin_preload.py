@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
+from typing import Any
 
 from ansible_operator.runner.acceleration import Acceleration, require, used
 
@@ -46,6 +47,16 @@ def probe() -> None:
     require(callable(getattr(loader, "init_plugin_loader", None)), "init_plugin_loader is missing")
     missing = [name for name in LOADERS if not hasattr(loader, name)]
     require(not missing, f"ansible.plugins.loader has no {', '.join(missing)}")
+    require(callable(getattr(loader, "get_plugin_class", None)), "get_plugin_class is missing")
+    from ansible import constants
+
+    config = constants.config
+    require(
+        callable(getattr(config, "has_configuration_definition", None))
+        and callable(getattr(config, "initialize_plugin_configuration_definitions", None))
+        and "callback" in getattr(constants, "CONFIGURABLE_PLUGINS", ()),
+        "ansible's configuration manager records plugin definitions otherwise",
+    )
 
 
 def preload() -> None:
@@ -58,12 +69,14 @@ def preload() -> None:
     # As ansible-playbook does first (playbook_executor.py), caching their options.
     for every in (loader.connection_loader, loader.shell_loader, loader.become_loader):
         loaded += len(list(every.all(class_only=True)))
-    for name in constants.INVENTORY_ENABLED:
+    wanted = [("inventory_loader", name) for name in constants.INVENTORY_ENABLED]
+    wanted += PLUGINS
+    for loader_name, name in wanted:
         with contextlib.suppress(Exception):
-            loaded += loader.inventory_loader.get(name) is not None
-    for loader_name, name in PLUGINS:
-        with contextlib.suppress(Exception):
-            loaded += getattr(loader, loader_name).get(name, class_only=True) is not None
+            plugin_loader = getattr(loader, loader_name)
+            if plugin_loader.get(name, class_only=True) is not None:
+                loaded += 1
+                _settle(plugin_loader, name)
     # Every run loads all callback plugins; not ansible-runner's (its import
     # reads the run's artifact directory), so only Ansible's own and ours, here.
     # Not the deprecated ones: loading one says so in the operator's log, and runs only
@@ -77,8 +90,26 @@ def preload() -> None:
     callbacks += OWN_CALLBACKS.glob("[!_]*.py")
     for callback in callbacks:
         with contextlib.suppress(Exception):
-            loaded += loader.callback_loader.get(callback.stem, class_only=True) is not None
+            if loader.callback_loader.get(callback.stem, class_only=True) is not None:
+                loaded += 1
+                _settle(loader.callback_loader, callback.stem)
     used(NAME, loaded)
+
+
+def _settle(plugin_loader: Any, name: str) -> None:
+    """A plugin whose documentation declares no options has no definition
+    in Ansible's configuration, so each process that gets it parses its
+    documentation again (YAML, with doc fragments: ~1-2 ms each, ten a run).
+    Its definition is empty: record it so. Only for a plugin that loaded
+    here, so a run still fails on malformed documentation as it would."""
+    from ansible import constants
+    from ansible.plugins.loader import get_plugin_class
+
+    kind = get_plugin_class(plugin_loader.class_name)
+    if kind in constants.CONFIGURABLE_PLUGINS and not constants.config.has_configuration_definition(
+        kind, name
+    ):
+        constants.config.initialize_plugin_configuration_definitions(kind, name, {})
 
 
 def _deprecated_builtin_callbacks() -> set[str]:

@@ -69,6 +69,8 @@ from ansible_operator.runner import (
 )
 from ansible_operator.runner.accelerations import accelerations
 from ansible_operator.runner.ansible_settings import (
+    SETTINGS_READ_ONCE,
+    note_settings_per_directory,
     remember_preload_settings,
     reread_ansible_settings,
     stale_settings,
@@ -140,7 +142,7 @@ def _playbook_here(argv: list[str], env: dict[str, str]) -> None:
         tempfile.tempdir = None
         for stream in (sys.stdout, sys.stderr):
             stream.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
-        reread_ansible_settings()
+        reread_ansible_settings(env)
         acceleration.used(runner_patches.PLAYBOOK_IN_FORK)
         acceleration.install(runner_patches.WORKER_GC, runner_patches.install_worker_gc)
         acceleration.install(local_tmp.NAME, local_tmp.install)
@@ -317,6 +319,7 @@ def serve(
     verdicts = {a.name: acceleration.verdict(a.name) for a in every}
     counters.reset()  # what the probes did is not a use
     acceleration.install(plugin_preload.NAME, plugin_preload.preload)
+    acceleration.install(SETTINGS_READ_ONCE, note_settings_per_directory)
     acceleration.install(worker_prefill.NAME, worker_prefill.prefill)
     acceleration.install(parse_cache.NAME, lambda: parse_cache.prime(targets))
     # Made when Ansible's settings were read; each run makes (and removes) its own.
