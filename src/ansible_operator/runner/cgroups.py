@@ -110,6 +110,11 @@ class RunCgroup:
 
     def kill(self) -> None:
         """SIGKILL every process in the run's groups, those it forks meanwhile included."""
+        if not self.pids():
+            # Nothing left to fork into them (processes enter a run's group
+            # only by forking there or by joining at the run's start): no
+            # freeze, no wait.
+            return
         for group in self.groups:
             if (group / "cgroup.kill").exists():
                 with contextlib.suppress(OSError):

@@ -42,6 +42,7 @@ log = logging.getLogger("ansible_operator.runner")
 RunStatus = Literal["successful", "failed", "timeout", "error", "canceled", "output_limit"]
 _counter = itertools.count(1)
 KILL_GRACE_SECONDS = 5.0
+RUNNER_EXIT_WAIT = 1.0  # seconds the warm runner may take to exit after its last word
 
 
 @dataclass(frozen=True)
@@ -193,6 +194,10 @@ async def _start_warm(spec: RunSpec, env: dict[str, str], server: Path) -> Start
             if word == "error":
                 started.errors.append(rest)
             elif word == "exit":
+                # The runner exits right after saying so: its end (the
+                # connection's) is the run's, and what is left is left over.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(reader.read(), RUNNER_EXIT_WAIT)
                 writer.close()
                 return int(rest)
         return None

@@ -107,6 +107,7 @@ WARM_IMPORTS = (
 _shared_root = Path()  # caches shared by the runs (payloads, templates)
 _module_socket = Path()  # the warm module interpreter's
 MAX_REQUEST = 16 << 20
+SESSION_END_WAIT = 1.0  # seconds
 
 
 def runner_environment(scratch: Path) -> dict[str, str]:
@@ -239,11 +240,19 @@ def _runner(conn: socket.socket) -> None:
             conn.sendall(f"error {error!r}\n".encode())
     finally:
         if session is not None:
-            with contextlib.suppress(OSError):
-                session.shutdown(socket.SHUT_RDWR)  # its forks of this run hold it too
+            _close_module_session(session)
         with contextlib.suppress(OSError):
             conn.sendall(f"exit {code}\n".encode())
         os._exit(code)
+
+
+def _close_module_session(session: socket.socket) -> None:
+    """End the run's session, and wait (briefly) until it has: gone before the
+    run's end is reported, it is not among what the operator kills then."""
+    with contextlib.suppress(OSError):
+        session.shutdown(socket.SHUT_WR)  # not close(): this run's forks hold it too
+        session.settimeout(SESSION_END_WAIT)
+        session.recv(1)  # its end closes when it exits
 
 
 def _open_module_session() -> socket.socket | None:
