@@ -7,13 +7,17 @@
 For each N and each mode (same concurrency), on the local control plane (or
 KUBECONFIG): start `ansible-operator run` over bench/operator, create N objects
 at once, and measure per-object latency from creation to `Successful` (p50,
-p95, max), the makespan, the operator's CPU seconds and peak resident memory
-including every Ansible child process, and API requests per reconcile (the operator's
+p95, max), the makespan; after `--steady` seconds of quiet, change every
+object's spec at once and measure the same from the change to `Successful`
+again (`chg`: reconciles of a settled operator, without its start-up); the
+operator's CPU seconds (creation phase) and peak resident memory including
+every Ansible child process, and API requests per reconcile (the operator's
 own count of what it and its runs sent to the API server, and of the reads it
 answered from its cache), and each run's wall time per task (`ms/task`: the
 median run's duration over its task count, what Ansible's machinery costs per
-task). Then, with nothing changing for `--steady` seconds, the number of
-Ansible runs (should be 0). Prints one table with the ratios to `reference`.
+task, over every run). Between the two, with nothing changing for
+`--steady` seconds, the number of Ansible runs (should be 0). Prints one
+table with the ratios to `reference`.
 Runs gather no facts (ANSIBLE_GATHERING=explicit, as Operator SDK's scaffolded
 manager.yaml has it) unless `--gather-facts`.
 
@@ -72,6 +76,9 @@ class Result:
     requests_per_reconcile: float = 0.0
     cache_hits_per_reconcile: float = 0.0
     steady_runs: int = 0
+    # Then every object's spec changed at once, on the settled operator.
+    change_latencies: list[float] = field(default_factory=list)
+    change_makespan: float = 0.0
     run_seconds: list[float] = field(default_factory=list)  # each run's wall time
     tasks_per_run: float = 0.0
     error: str = ""  # why this mode gave no figures
@@ -79,6 +86,10 @@ class Result:
     @property
     def p50(self) -> float:
         return statistics.median(self.latencies)
+
+    @property
+    def change_p50(self) -> float:
+        return statistics.median(self.change_latencies)
 
     @property
     def per_task_ms(self) -> float:
@@ -212,39 +223,32 @@ def measure(
                 GROUP, VERSION, namespace, PLURAL, memcached(name, index)
             )
             created[name] = time.monotonic()
-        done: dict[str, float] = {}
-        deadline = time.monotonic() + 120 + objects * 10
-        while len(done) < objects and time.monotonic() < deadline:
-            for item in custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)[
-                "items"
-            ]:
-                name = item["metadata"]["name"]
-                conditions = (item.get("status") or {}).get("conditions") or []
-                if name not in done and any(
-                    c["type"] == "Successful" and c["status"] == "True" for c in conditions
-                ):
-                    done[name] = time.monotonic()
-                failed = [c for c in conditions if c["type"] == "Failure" and c["status"] == "True"]
-                # Nothing succeeded and a run failed: the mode does not work here (say
-                # why now rather than after the deadline).
-                if failed and not done:
-                    message = " ".join(failed[0].get("message", "").split())[-400:]
-                    raise BenchFailed(f"{name}: Failure condition: {message}; see {log_path}")
-            time.sleep(0.05)
-        if len(done) < objects:
-            raise BenchFailed(f"only {len(done)}/{objects} Successful; see {log_path}")
+        done = _wait_successful(custom, namespace, objects, {}, log_path)
         result.makespan = max(done.values()) - started
         result.latencies = [done[name] - created[name] for name in created]
         result.cpu_seconds = _cpu_seconds(root) - cpu_before
         requests_after, hits_after = _operator_requests(operator)
         result.requests_per_reconcile = (requests_after - requests_before) / objects
         result.cache_hits_per_reconcile = (hits_after - hits_before) / objects
-        runs = RUN_LINE.findall(operator.logs)
-        result.run_seconds = [float(duration) for duration, _ in runs]
-        result.tasks_per_run = statistics.median(int(ok) for _, ok in runs) if runs else 0.0
         runs_before = len(re.findall(r"run started", operator.logs))
         time.sleep(steady)
         result.steady_runs = len(re.findall(r"run started", operator.logs)) - runs_before
+        # Then every object's spec changed at once, on the settled operator.
+        previous = _successful_since(custom, namespace)
+        changed: dict[str, float] = {}
+        started = time.monotonic()
+        for index in range(objects):
+            name = f"m-{index}"
+            custom.patch_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, name, {"spec": {"size": 4 + index % 3}}
+            )
+            changed[name] = time.monotonic()
+        done = _wait_successful(custom, namespace, objects, previous, log_path)
+        result.change_makespan = max(done.values()) - started
+        result.change_latencies = [done[name] - changed[name] for name in changed]
+        runs = RUN_LINE.findall(operator.logs)
+        result.run_seconds = [float(duration) for duration, _ in runs]
+        result.tasks_per_run = statistics.median(int(ok) for _, ok in runs) if runs else 0.0
     finally:
         sampling.set()
         if sampler:
@@ -255,11 +259,64 @@ def measure(
     return result
 
 
+def _successful(item: dict) -> dict | None:
+    conditions = (item.get("status") or {}).get("conditions") or []
+    return next(
+        (c for c in conditions if c["type"] == "Successful" and c["status"] == "True"), None
+    )
+
+
+def _successful_since(custom: client.CustomObjectsApi, namespace: str) -> dict[str, str]:
+    """Each object's time of its last transition to Successful."""
+    items = custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)["items"]
+    return {
+        item["metadata"]["name"]: (_successful(item) or {}).get("lastTransitionTime", "")
+        for item in items
+    }
+
+
+def _wait_successful(
+    custom: client.CustomObjectsApi,
+    namespace: str,
+    objects: int,
+    previous: dict[str, str],
+    log_path: Path,
+) -> dict[str, float]:
+    """When each object became Successful (again: a transition other than
+    `previous`'s; a run sets Successful False while it runs)."""
+    done: dict[str, float] = {}
+    deadline = time.monotonic() + 120 + objects * 10
+    while len(done) < objects and time.monotonic() < deadline:
+        for item in custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)[
+            "items"
+        ]:
+            name = item["metadata"]["name"]
+            successful = _successful(item)
+            if (
+                name not in done
+                and successful is not None
+                and successful.get("lastTransitionTime") != previous.get(name)
+            ):
+                done[name] = time.monotonic()
+            conditions = (item.get("status") or {}).get("conditions") or []
+            failed = [c for c in conditions if c["type"] == "Failure" and c["status"] == "True"]
+            # Nothing succeeded and a run failed: the mode does not work here (say
+            # why now rather than after the deadline).
+            if failed and not done:
+                message = " ".join(failed[0].get("message", "").split())[-400:]
+                raise BenchFailed(f"{name}: Failure condition: {message}; see {log_path}")
+        time.sleep(0.05)
+    if len(done) < objects:
+        raise BenchFailed(f"only {len(done)}/{objects} Successful; see {log_path}")
+    return done
+
+
 def report(results: list[Result]) -> None:
     print(
         f"{'N':>4} {'mode':<10} {'p50 s':>7} {'p95 s':>7} {'max s':>7} {'makespan s':>10} "
         f"{'CPU s':>7} {'peak MiB':>9} {'req/rec':>8} {'hits/rec':>8} {'steady runs':>11} "
-        f"{'ms/task':>8} {'p50 x':>6} {'makespan x':>10}"
+        f"{'ms/task':>8} {'p50 x':>6} {'makespan x':>10}  "
+        f"{'chg p50 s':>9} {'chg makespan s':>14} {'chg p50 x':>9} {'chg makespan x':>14}"
     )
     reference = {r.objects: r for r in results if r.mode == "reference" and not r.error}
     for r in results:
@@ -271,12 +328,16 @@ def report(results: list[Result]) -> None:
         base = reference.get(r.objects)
         p50_ratio = base.p50 / r.p50 if base else float("nan")
         makespan_ratio = base.makespan / r.makespan if base else float("nan")
+        change_ratio = base.change_p50 / r.change_p50 if base else float("nan")
+        change_makespan_ratio = base.change_makespan / r.change_makespan if base else float("nan")
         print(
             f"{r.objects:>4} {r.mode:<10} {r.p50:>7.2f} {p95:>7.2f} {max(ordered):>7.2f} "
             f"{r.makespan:>10.2f} {r.cpu_seconds:>7.1f} {r.peak_pss_mib:>9.0f} "
             f"{r.requests_per_reconcile:>8.1f} {r.cache_hits_per_reconcile:>8.1f} "
             f"{r.steady_runs:>11} {r.per_task_ms:>8.0f} "
-            f"{p50_ratio:>5.1f}x {makespan_ratio:>9.1f}x"
+            f"{p50_ratio:>5.1f}x {makespan_ratio:>9.1f}x  "
+            f"{r.change_p50:>9.2f} {r.change_makespan:>14.2f} "
+            f"{change_ratio:>8.1f}x {change_makespan_ratio:>13.1f}x"
         )
 
 

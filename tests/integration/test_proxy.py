@@ -56,7 +56,7 @@ async def harness(kube_cluster: Cluster, kube_namespace: str) -> AsyncIterator[H
             mapper,
             cache=cache,
             port=0,
-            on_write=lambda resource, owner: writes.append((resource.kind, owner.name)),
+            on_write=lambda resource, owner, _written: writes.append((resource.kind, owner.name)),
         )
         port = await proxy.start()
         # The owner must exist for garbage collection to make sense; a ConfigMap will do.

@@ -173,6 +173,37 @@ async def test_a_written_kind_is_watched_once_and_its_changes_reach_only_their_o
     await cache.stop()
 
 
+async def test_a_runs_own_write_does_not_run_its_owner_again_but_any_later_change_does() -> None:
+    mine = owned_by("Memcached", "mc")
+    api = MemoryApi(deployments=[obj("web", ownerReferences=mine)])
+    cache = InformerCache(api, ["team"])  # type: ignore[arg-type]
+    dependents = DependentWatches(cache)
+    queued: list[ObjectKey] = []
+    dependents.add_owner(watch("Memcached"), queued.append, namespaced=True)
+    dependents.on_write(DEPLOYMENTS, owner("Memcached"))
+    await cache.wait_synced()
+
+    written = obj("web", rv=2, ownerReferences=mine)
+    written["spec"]["replicas"] = 3
+    # The run of "mc" wrote it; the proxy hands over what the write returned.
+    dependents.on_write(DEPLOYMENTS, owner("Memcached"), written)
+    api.send(DEPLOYMENTS, "MODIFIED", written)
+    await settle()
+    assert queued == []  # its own run's write
+
+    drifted = obj("web", rv=3, ownerReferences=mine)
+    drifted["spec"]["replicas"] = 9  # someone else's change, after the run's
+    api.send(DEPLOYMENTS, "MODIFIED", drifted)
+    # A write by the run of another object of the kind is no reason to spare "mc".
+    by_another = obj("web", rv=4, ownerReferences=mine)
+    by_another["spec"]["replicas"] = 4
+    dependents.on_write(DEPLOYMENTS, owner("Memcached", "another"), by_another)
+    api.send(DEPLOYMENTS, "MODIFIED", by_another)
+    await settle()
+    assert queued == [ObjectKey("team", "mc")] * 2
+    await cache.stop()
+
+
 async def test_a_written_kind_already_watched_as_a_primary_is_not_listed_again() -> None:
     api = MemoryApi(configmaps=[obj("settings", ownerReferences=owned_by("Memcached", "mc"))])
     cache = InformerCache(api, ["team"])  # type: ignore[arg-type]

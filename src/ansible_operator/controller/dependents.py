@@ -9,12 +9,20 @@ controllers' queues.
 
 Reads never start a watch: the proxy answers from an informer that already
 exists, or forwards to the server. That is the reference's memory leak fixed.
+
+A run's own write is no reason to run again: the proxy hands over the object
+each write returned, and the change event that carries that very version
+(same object, same resourceVersion) does not re-queue the owner whose run
+wrote it. Any later change (another writer, a controller, a drift) has
+another version and does. The reference runs every owner a second time,
+with nothing to do, after each run that changed something.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +38,9 @@ log = logging.getLogger("ansible_operator.controller")
 
 Enqueue = Callable[[ObjectKey], None]
 KindKey = tuple[str, str, str]  # group, version, plural
+# Writes whose change event has not come yet (it comes within moments; the
+# oldest are forgotten first, and an event for a forgotten write re-queues).
+OWN_WRITES_KEPT = 10_000
 
 
 @dataclass(frozen=True)
@@ -45,6 +56,8 @@ class DependentWatches:
         self._watches: dict[tuple[str, str], _OwningWatch] = {}  # by the owner's group, kind
         # dependent kind -> the owner kinds following it, and their queues
         self._following: dict[KindKey, dict[OwnerKind, Enqueue]] = {}
+        # (kind, namespace, name, resourceVersion) a run wrote -> that run's owner
+        self._own_writes: OrderedDict[tuple[KindKey, str, str, str], tuple] = OrderedDict()
 
     def add_owner(self, watch: Watch, enqueue: Enqueue, *, namespaced: bool) -> None:
         """A watch whose runs' writes may start dependent watches; `enqueue`
@@ -57,12 +70,16 @@ class DependentWatches:
         )
         self._watches[(watch.gvk.group, watch.gvk.kind)] = _OwningWatch(watch, kind, enqueue)
 
-    def on_write(self, resource: Resource, owner: Owner) -> None:
-        """The proxy's write hook: a run of `owner` wrote an object of `resource`."""
+    def on_write(
+        self, resource: Resource, owner: Owner, written: Mapping[str, Any] | None = None
+    ) -> None:
+        """The proxy's write hook: a run of `owner` wrote an object of `resource`
+        (`written`: the object as the write returned it)."""
         owning = self._watches.get((owner.group, owner.kind))
         if owning is None or not gets_dependent_watch(owning.watch, resource):
             return
         key = (resource.group, resource.version, resource.plural)
+        self._remember_own_write(key, owner, written)
         following = self._following.get(key)
         if following is not None:
             if owning.kind not in following:
@@ -79,10 +96,39 @@ class DependentWatches:
         owning = self._watches.get((owner.group, owner.kind))
         return owning is None or not blacklisted(owning.watch, resource)
 
+    def _remember_own_write(
+        self, key: KindKey, owner: Owner, written: Mapping[str, Any] | None
+    ) -> None:
+        metadata = (written or {}).get("metadata") or {}
+        version = metadata.get("resourceVersion")
+        if not version or not metadata.get("name"):
+            return
+        found = (key, metadata.get("namespace") or "", metadata["name"], str(version))
+        self._own_writes[found] = (owner.group, owner.kind, ObjectKey(owner.namespace, owner.name))
+        self._own_writes.move_to_end(found)
+        while len(self._own_writes) > OWN_WRITES_KEPT:
+            self._own_writes.popitem(last=False)
+
+    def _written_by(self, key: KindKey, event: str, new: Mapping[str, Any] | None) -> tuple | None:
+        """The owner whose run wrote this very version, if this event is its write."""
+        if event != "MODIFIED" or new is None:
+            return None
+        metadata = new.get("metadata") or {}
+        found = (
+            key,
+            metadata.get("namespace") or "",
+            metadata.get("name", ""),
+            str(metadata.get("resourceVersion", "")),
+        )
+        return self._own_writes.pop(found, None)
+
     def _listener(self, key: KindKey) -> EventListener:
         def on_event(event: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
             following = self._following[key]
+            writer = self._written_by(key, event, new)
             for kind, owner_key in requests_for_owners(event, old, new, list(following)):
+                if writer == (kind.group, kind.kind, owner_key):
+                    continue  # its own run's write
                 following[kind](owner_key)
 
         return on_event

@@ -92,7 +92,9 @@ class CachedKind(Protocol):
     def remember(self, obj: dict[str, Any], *, deleted: bool = False) -> None: ...
 
 
-WriteListener = Callable[[Resource, Owner], None]
+# A run of this owner wrote an object of this kind (the object written, when
+# the API server returned it).
+WriteListener = Callable[[Resource, Owner, dict[str, Any] | None], None]
 # Whether a run of this owner may read this kind from the cache.
 CachePolicy = Callable[[Resource, Owner], bool]
 
@@ -512,12 +514,15 @@ class ApiProxy:
     ) -> None:
         """A run's write succeeded: follow the kind as a dependent, note an
         object left unowned, and let the run read back what it wrote."""
-        if method != "DELETE" and self.on_write is not None:
-            self.on_write(resource, owner)
+        obj: Any = None
         with contextlib.suppress(ValueError):
             obj = json.loads(payload)
-            if not isinstance(obj, dict) or obj.get("kind") != resource.kind:
-                return
+        if not isinstance(obj, dict) or obj.get("kind") != resource.kind:
+            obj = None
+        if method != "DELETE" and self.on_write is not None:
+            # The object written: its change event is this run's own (dependents.py).
+            self.on_write(resource, owner, obj)
+        if obj is not None:
             if method in ("PUT", "PATCH") and target.subresource is None:
                 self._say_if_unowned(resource, obj, owner)
             metadata = obj.get("metadata") or {}
