@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,19 +38,10 @@ sys.exit(int(os.environ.get("CODE", "0")))
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[Path]:
-    socket_path = tmp_path / "modules.sock"
-    process = subprocess.Popen(
-        [sys.executable, "-P", "-m", "ansible_operator.runner.module_server", str(socket_path)],
-        stdout=subprocess.PIPE,
-    )
-    assert process.stdout is not None
-    assert process.stdout.readline().strip() == b"ready"
-    module_handoff.configure(tmp_path / "python", socket_path)
-    yield socket_path
+def server(tmp_path: Path, module_interpreter: Path) -> Iterator[Path]:
+    module_handoff.configure(tmp_path / "python", module_interpreter)
+    yield module_interpreter
     module_handoff.configure(Path(), Path())
-    process.kill()
-    process.wait()
 
 
 def through_shim(shim: Path, cwd: Path, env: dict[str, str]) -> tuple[int, bytes, bytes]:

@@ -7,10 +7,8 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,17 +31,8 @@ sys.exit(int(os.environ.get("CODE", "0")))
 
 
 @pytest.fixture
-def shim(tmp_path: Path) -> Iterator[Path]:
-    socket_path = tmp_path / "modules.sock"
-    server = subprocess.Popen(
-        [sys.executable, "-P", "-m", "ansible_operator.runner.module_server", str(socket_path)],
-        stdout=subprocess.PIPE,
-    )
-    assert server.stdout is not None
-    assert server.stdout.readline().strip() == b"ready"
-    yield write_shim(tmp_path / "python", socket_path)
-    server.kill()
-    server.wait()
+def shim(tmp_path: Path, module_interpreter: Path) -> Path:
+    return write_shim(tmp_path / "python", module_interpreter)
 
 
 def run(shim: Path, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
