@@ -153,7 +153,7 @@ async def test_a_written_kind_is_watched_once_and_its_changes_reach_only_their_o
         ]
     )
     cache = InformerCache(api, ["team"])  # type: ignore[arg-type]
-    dependents = DependentWatches(cache)
+    dependents = DependentWatches(cache, own_write_wait=0.0)
     queued: dict[str, list[ObjectKey]] = {"Memcached": [], "Redis": []}
     dependents.add_owner(watch("Memcached"), queued["Memcached"].append, namespaced=True)
     dependents.add_owner(watch("Redis"), queued["Redis"].append, namespaced=True)
@@ -177,7 +177,7 @@ async def test_a_runs_own_write_does_not_run_its_owner_again_but_any_later_chang
     mine = owned_by("Memcached", "mc")
     api = MemoryApi(deployments=[obj("web", ownerReferences=mine)])
     cache = InformerCache(api, ["team"])  # type: ignore[arg-type]
-    dependents = DependentWatches(cache)
+    dependents = DependentWatches(cache, own_write_wait=0.0)
     queued: list[ObjectKey] = []
     dependents.add_owner(watch("Memcached"), queued.append, namespaced=True)
     dependents.on_write(DEPLOYMENTS, owner("Memcached"))
@@ -185,10 +185,13 @@ async def test_a_runs_own_write_does_not_run_its_owner_again_but_any_later_chang
 
     written = obj("web", rv=2, ownerReferences=mine)
     written["spec"]["replicas"] = 3
-    # The run of "mc" wrote it; the proxy hands over what the write returned.
-    dependents.on_write(DEPLOYMENTS, owner("Memcached"), written)
+    # The run of "mc" wrote it; the proxy hands over what the write returned,
+    # here a moment after the change event came.
+    dependents.own_write_wait = 0.1
     api.send(DEPLOYMENTS, "MODIFIED", written)
-    await settle()
+    await asyncio.sleep(0.02)
+    dependents.on_write(DEPLOYMENTS, owner("Memcached"), written)
+    await asyncio.sleep(0.2)
     assert queued == []  # its own run's write
 
     drifted = obj("web", rv=3, ownerReferences=mine)
@@ -199,7 +202,7 @@ async def test_a_runs_own_write_does_not_run_its_owner_again_but_any_later_chang
     by_another["spec"]["replicas"] = 4
     dependents.on_write(DEPLOYMENTS, owner("Memcached", "another"), by_another)
     api.send(DEPLOYMENTS, "MODIFIED", by_another)
-    await settle()
+    await asyncio.sleep(0.3)
     assert queued == [ObjectKey("team", "mc")] * 2
     await cache.stop()
 
@@ -209,7 +212,7 @@ async def test_a_written_kind_already_watched_as_a_primary_is_not_listed_again()
     cache = InformerCache(api, ["team"])  # type: ignore[arg-type]
     cache.informer(CONFIGMAPS)  # a watch of ConfigMaps
     await cache.wait_synced()
-    dependents = DependentWatches(cache)
+    dependents = DependentWatches(cache, own_write_wait=0.0)
     queued: list[ObjectKey] = []
     dependents.add_owner(watch("Memcached"), queued.append, namespaced=True)
 
@@ -227,7 +230,7 @@ async def test_a_written_kind_already_watched_as_a_primary_is_not_listed_again()
 async def test_writes_that_get_no_dependent_watch() -> None:
     api = MemoryApi()
     cache = InformerCache(api, ["team"])  # type: ignore[arg-type]
-    dependents = DependentWatches(cache)
+    dependents = DependentWatches(cache, own_write_wait=0.0)
     dependents.add_owner(
         watch("Memcached", blacklist=(GVK("", "v1", "Secret"),)), lambda key: None, namespaced=True
     )
@@ -246,7 +249,7 @@ async def test_writes_that_get_no_dependent_watch() -> None:
 
 async def test_a_blacklisted_kind_is_never_read_from_the_cache_by_that_watchs_runs() -> None:
     cache = InformerCache(MemoryApi(), ["team"])  # type: ignore[arg-type]
-    dependents = DependentWatches(cache)
+    dependents = DependentWatches(cache, own_write_wait=0.0)
     dependents.add_owner(
         watch("Memcached", blacklist=(GVK("", "v1", "Secret"),)), lambda key: None, namespaced=True
     )

@@ -20,6 +20,7 @@ with nothing to do, after each run that changed something.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -41,6 +42,9 @@ KindKey = tuple[str, str, str]  # group, version, plural
 # Writes whose change event has not come yet (it comes within moments; the
 # oldest are forgotten first, and an event for a forgotten write re-queues).
 OWN_WRITES_KEPT = 10_000
+# Seconds a dependent's change waits before it re-queues its owner: time for
+# the proxy to hand over the write that may have caused it.
+OWN_WRITE_WAIT = 0.2
 
 
 @dataclass(frozen=True)
@@ -51,8 +55,9 @@ class _OwningWatch:
 
 
 class DependentWatches:
-    def __init__(self, cache: InformerCache) -> None:
+    def __init__(self, cache: InformerCache, own_write_wait: float = OWN_WRITE_WAIT) -> None:
         self.cache = cache
+        self.own_write_wait = own_write_wait
         self._watches: dict[tuple[str, str], _OwningWatch] = {}  # by the owner's group, kind
         # dependent kind -> the owner kinds following it, and their queues
         self._following: dict[KindKey, dict[OwnerKind, Enqueue]] = {}
@@ -124,14 +129,33 @@ class DependentWatches:
 
     def _listener(self, key: KindKey) -> EventListener:
         def on_event(event: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-            following = self._following[key]
-            writer = self._written_by(key, event, new)
-            for kind, owner_key in requests_for_owners(event, old, new, list(following)):
-                if writer == (kind.group, kind.kind, owner_key):
-                    continue  # its own run's write
-                following[kind](owner_key)
+            requests = requests_for_owners(event, old, new, list(self._following[key]))
+            if not requests:
+                return
+            if event != "MODIFIED":
+                self._deliver(key, event, new, requests)
+                return
+            # The API server sends the write's answer and its change event at
+            # once; the proxy may hand over the answer a moment after the event.
+            asyncio.get_running_loop().call_later(
+                self.own_write_wait, self._deliver, key, event, new, requests
+            )
 
         return on_event
+
+    def _deliver(
+        self,
+        key: KindKey,
+        event: str,
+        new: Mapping[str, Any] | None,
+        requests: list[tuple[OwnerKind, ObjectKey]],
+    ) -> None:
+        following = self._following[key]
+        writer = self._written_by(key, event, new)
+        for kind, owner_key in requests:
+            if writer == (kind.group, kind.kind, owner_key):
+                continue  # its own run's write
+            following[kind](owner_key)
 
     @staticmethod
     def _say_watching(resource: Resource, owner: Owner) -> None:
