@@ -181,3 +181,28 @@ def test_a_runs_session_serves_its_modules_until_the_run_lets_go(
     code, stdout, _ = through_shim(shim, tmp_path, env)
     assert code == 0
     assert f"parent {server_pid}".encode() in stdout
+
+
+FORKING = b"""
+import os, sys
+child = os.fork()
+if child == 0:
+    os._exit(0)
+os.waitpid(child, 0)
+print("forked")
+"""
+
+
+def test_a_module_that_forks_in_a_session_says_nothing_more(
+    server: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    address = tmp_path / "session.sock"
+    session = open_session(server, address, "")
+    assert session is not None
+    deadline = time.monotonic() + 10
+    while not address.exists():
+        assert time.monotonic() < deadline, "the session never listened"
+        time.sleep(0.02)
+    monkeypatch.setenv(SESSION_ENV, str(address))
+    assert hand_off(dict(os.environ), str(tmp_path), FORKING) == (0, b"forked\n", b"")
+    session.close()

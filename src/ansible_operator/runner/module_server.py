@@ -30,6 +30,7 @@ import socket
 import sys
 import tempfile
 import threading
+import warnings
 import zipfile
 import zipimport
 from collections.abc import Sequence
@@ -242,12 +243,20 @@ def send_request(conn: socket.socket, request: dict[str, object], fds: Sequence[
     conn.sendall(data)
 
 
+def _close_in_fork(conn: socket.socket) -> None:
+    """In any fork: the connection is its parent's. A fork of a fork finds
+    it closed already (a session's module that forks)."""
+    descriptor = conn.detach()
+    if descriptor >= 0:
+        os.close(descriptor)
+
+
 def _run_child(conn: socket.socket) -> None:
     code = 1
     reporter = os.getpid()
     # A module may fork and outlive its run (async_wrapper does): only this
     # process reports the run's exit code to the shim.
-    os.register_at_fork(after_in_child=lambda: os.close(conn.detach()))
+    os.register_at_fork(after_in_child=lambda: _close_in_fork(conn))
     try:
         request, fds = _receive(conn)
         if isinstance(request.get("session"), str):
@@ -269,6 +278,11 @@ def _run_child(conn: socket.socket) -> None:
         sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
         threading.Thread(target=_exit_when_shim_goes, args=(conn,), daemon=True).start()
+        # That thread is ours: a module that forks (async_wrapper) is not to be
+        # told that its process has threads, which under Python it has not.
+        warnings.filterwarnings(
+            "ignore", r"This process \(pid=\d+\) is multi-threaded", DeprecationWarning
+        )
         os.environ.clear()
         os.environ.update(request["env"])  # type: ignore[arg-type]
         tempfile.tempdir = None  # follow this run's TMPDIR, not the server's
