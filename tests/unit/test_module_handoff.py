@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import os
 import shlex
+import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,21 @@ def parent_of_module(cwd: Path) -> int:
     code, stdout, _ = hand_off(dict(os.environ), str(cwd), PROGRAM.encode())
     assert code == 0
     return int(stdout.split(b"parent ")[1].split()[0])
+
+
+def wait_until(condition: Callable[[], bool], failure: str) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, failure
+        time.sleep(0.02)
+
+
+def listening_session(server: Path, address: Path) -> socket.socket:
+    """A run's session of the interpreter at `server`, once it listens at `address`."""
+    session = open_session(server, address, "")
+    assert session is not None
+    wait_until(address.exists, "the session never listened")
+    return session
 
 
 def without_parent(stdout: bytes) -> list[bytes]:
@@ -159,12 +175,7 @@ def test_a_runs_session_serves_its_modules_until_the_run_lets_go(
 ) -> None:
     server_pid = parent_of_module(tmp_path)
     address = tmp_path / "session.sock"
-    session = open_session(server, address, "")
-    assert session is not None
-    deadline = time.monotonic() + 10
-    while not address.exists():
-        assert time.monotonic() < deadline, "the session never listened"
-        time.sleep(0.02)
+    session = listening_session(server, address)
     monkeypatch.setenv(SESSION_ENV, str(address))  # as in a run's task worker
     session_pid = parent_of_module(tmp_path)
     assert session_pid not in (os.getpid(), server_pid)
@@ -174,10 +185,10 @@ def test_a_runs_session_serves_its_modules_until_the_run_lets_go(
     through_session = through_shim(shim, tmp_path, env)[1]
     assert f"parent {session_pid}".encode() in through_session
     session.close()
-    deadline = time.monotonic() + 10
-    while Path(f"/proc/{session_pid}").exists() or address.exists():
-        assert time.monotonic() < deadline, "the session outlived its run's connection"
-        time.sleep(0.02)
+    wait_until(
+        lambda: not Path(f"/proc/{session_pid}").exists() and not address.exists(),
+        "the session outlived its run's connection",
+    )
     code, stdout, _ = through_shim(shim, tmp_path, env)
     assert code == 0
     assert f"parent {server_pid}".encode() in stdout
@@ -197,12 +208,7 @@ def test_a_module_that_forks_in_a_session_says_nothing_more(
     server: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     address = tmp_path / "session.sock"
-    session = open_session(server, address, "")
-    assert session is not None
-    deadline = time.monotonic() + 10
-    while not address.exists():
-        assert time.monotonic() < deadline, "the session never listened"
-        time.sleep(0.02)
+    session = listening_session(server, address)
     monkeypatch.setenv(SESSION_ENV, str(address))
     assert hand_off(dict(os.environ), str(tmp_path), FORKING) == (0, b"forked\n", b"")
     session.close()
