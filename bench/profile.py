@@ -18,7 +18,11 @@ the run's end). Then prints:
   samples sorted into processes and what they were doing
   (bench/profile_stacks.py), in ms per reconcile; and the CPU per reconcile
   of the operator and everything it started, measured exactly in the first
-  pass from a cgroup v1 `cpuacct` group it runs in (root only).
+  pass from a cgroup v1 `cpuacct` group it runs in (root only), and each
+  process's own share of it: every process a run starts (ansible-runner,
+  ansible-playbook, each task's worker, each module, the warm runner's forks
+  alike) records its exact CPU time when it ends (bench/exit_cpu, put on the
+  operator's PYTHONPATH).
 
 py-spy is installed on demand into ~/.cache/ansible-operator/venvs/py-spy.
 """
@@ -51,6 +55,7 @@ from ansible_operator.testing.manifests import apply_manifests
 from profile_stacks import OTHER, PROCESSES, UNATTRIBUTED, Profile, read_profile
 from reconcile import GROUP, HERE, PLURAL, VERSION, memcached
 
+EXIT_CPU = Path(__file__).resolve().parent / "exit_cpu"  # its sitecustomize records
 VENVS = Path.home() / ".cache" / "ansible-operator" / "venvs"
 CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 SAMPLE_RATE = 100  # py-spy samples a second: one sample is 10 ms of a thread on CPU
@@ -438,6 +443,8 @@ class ModeResult:
     cpu_exact_ms: float | None = None  # per run
     cpu_idle_ms_per_s: float | None = None  # the same group with nothing to do
     cpu_not_measured: str = ""
+    # kind of process -> (processes, their own CPU in ms), ended while the cgroup measured
+    exit_cpu: dict[str, tuple[int, float]] = field(default_factory=dict)
     profile: Profile | None = None
     profile_runs: int = 0
     profile_file: str = ""
@@ -469,11 +476,14 @@ def measure(
     ]
     if args.disable_acceleration:
         operator_args.append(f"--disable-acceleration={args.disable_acceleration}")
+    exit_records = work / f"exit-cpu-{mode}.jsonl"
     env = {
         **os.environ,
         "KUBECONFIG": str(kubeconfig),
         "WATCH_NAMESPACE": namespace,
         "ANSIBLE_GATHERING": "explicit",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(EXIT_CPU), os.environ.get("PYTHONPATH")])),
+        "ANSIBLE_OPERATOR_BENCH_EXIT_CPU": str(exit_records),
     }
     log_path = Path(tempfile.gettempdir()) / f"ansible-operator-profile-{namespace}.log"
     operator = Operator(operator_args, env, log_path)
@@ -497,6 +507,7 @@ def measure(
             time.sleep(IDLE)
             result.cpu_idle_ms_per_s = (group.usage_ns() - before) / 1e6 / IDLE
         before = group.usage_ns() if group else 0
+        window_start = time.time()
         for number in range(args.reconciles):
             run = change()
             result.runs.append(phases(run))
@@ -507,6 +518,7 @@ def measure(
         result.cpu_runs = args.reconciles + result.follow_ups
         if group:
             result.cpu_exact_ms = (group.usage_ns() - before) / 1e6 / result.cpu_runs
+        result.exit_cpu = exit_cpu(exit_records, window_start, time.time())
         if not args.no_cpu:
             assert operator.process is not None
             output = log_path.with_suffix(".raw")  # kept, beside the operator's log
@@ -523,6 +535,41 @@ def measure(
             group.remove()
         core.delete_namespace(namespace)
     return result
+
+
+def process_kind(record: dict) -> str:
+    """Which of a run's processes a record of bench/exit_cpu is from: a fork by
+    the functions on its stack when it ended, an exec'd process by its program."""
+    stack = record.get("stack", [])
+    if "_end_session" in stack:
+        return "module session (the run's fork of the module interpreter)"
+    if "_run_child" in stack or record.get("ansiballz"):
+        return "module"
+    if "_launch" in stack:  # multiprocessing's fork: Ansible's WorkerProcess
+        return "task worker"
+    if "_playbook_here" in stack or Path(record.get("argv0", "")).name == "ansible-playbook":
+        return "ansible-playbook"
+    if "_runner" in stack or "ansible_runner" in record.get("argv0", ""):
+        return "ansible-runner"
+    if "prebuild" in stack:
+        return "payload prebuild"
+    return f"other ({Path(record.get('argv0', '')).name or '?'})"
+
+
+def exit_cpu(path: Path, start: float, end: float) -> dict[str, tuple[int, float]]:
+    """(processes, CPU ms) per kind, of the processes that ended in [start, end]."""
+    last: dict[int, dict] = {}  # a fork that runs its atexit handlers, then os._exit: two lines
+    with contextlib.suppress(OSError):
+        for line in path.read_text().splitlines():
+            with contextlib.suppress(ValueError):
+                record = json.loads(line)
+                if start <= record["ended"] <= end:
+                    last[record["pid"]] = record
+    kinds: dict[str, tuple[int, float]] = {}
+    for record in last.values():
+        count, total = kinds.get(process_kind(record), (0, 0.0))
+        kinds[process_kind(record)] = (count + 1, total + record["cpu_ms"])
+    return kinds
 
 
 # ----- output --------------------------------------------------------------------------
@@ -634,6 +681,30 @@ def report_cpu(results: list[ModeResult]) -> None:
                 ],
             )
         )
+    kinds = sorted({kind for r in results for kind in r.exit_cpu})
+    if kinds:
+        rows.append(("each process's own, as it ended (first pass)", [None] * len(results)))
+        for kind in kinds:
+            rows.append(
+                (
+                    f"  {kind}",
+                    [
+                        r.exit_cpu[kind][1] / r.cpu_runs if kind in r.exit_cpu else None
+                        for r in results
+                    ],
+                )
+            )
+        own = [sum(t for _, t in r.exit_cpu.values()) / r.cpu_runs for r in results]
+        rows.append(("  sum of the run's processes", own))
+        rows.append(
+            (
+                "  the rest: operator, warm processes, kernel (forks' exits)",
+                [
+                    r.cpu_exact_ms - o if r.cpu_exact_ms is not None else None
+                    for r, o in zip(results, own, strict=True)
+                ],
+            )
+        )
     rows.append(("measured total (cgroup cpuacct, first pass)", [r.cpu_exact_ms for r in results]))
     label = max(len(name) for name, _ in rows)
     print(
@@ -653,6 +724,12 @@ def report_cpu(results: list[ModeResult]) -> None:
                 f"{QUIET:.0f} s of quiet after each; idle, the same processes use "
                 f"{r.cpu_idle_ms_per_s:.1f} ms/s"
             )
+        if r.exit_cpu:
+            counts = ", ".join(
+                f"{kind.split(' (')[0]} {count / r.cpu_runs:.1f}"
+                for kind, (count, _) in sorted(r.exit_cpu.items())
+            )
+            print(f"  {r.mode}: processes per run: {counts}")
         if r.profile_file:
             print(f"  {r.mode}: py-spy's stacks ({r.profile_runs} runs): {r.profile_file}")
         sampled_total = per_run(r)
@@ -681,6 +758,10 @@ def as_json(results: list[ModeResult], settings: dict) -> dict:
             "profile_runs": r.profile_runs,
             "cpu_measured_ms_per_run": r.cpu_exact_ms,
             "cpu_not_measured": r.cpu_not_measured if r.cpu_exact_ms is None else "",
+            "cpu_own_ms_per_run": {
+                kind: {"processes": count / r.cpu_runs, "ms": total / r.cpu_runs}
+                for kind, (count, total) in sorted(r.exit_cpu.items())
+            },
             "cpu_sampled_ms_per_run": {
                 f"{process}/{activity}": n * 1000 / SAMPLE_RATE / r.profile_runs
                 for (process, activity), n in sorted(profile.by_activity.items())
