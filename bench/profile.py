@@ -567,8 +567,9 @@ def exit_cpu(path: Path, start: float, end: float) -> dict[str, tuple[int, float
                     last[record["pid"]] = record
     kinds: dict[str, tuple[int, float]] = {}
     for record in last.values():
-        count, total = kinds.get(process_kind(record), (0, 0.0))
-        kinds[process_kind(record)] = (count + 1, total + record["cpu_ms"])
+        kind = process_kind(record)
+        count, total = kinds.get(kind, (0, 0.0))
+        kinds[kind] = (count + 1, total + record["cpu_ms"])
     return kinds
 
 

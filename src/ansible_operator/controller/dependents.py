@@ -54,6 +54,21 @@ class _OwningWatch:
     enqueue: Enqueue
 
 
+def _version_of(
+    key: KindKey, obj: Mapping[str, Any] | None
+) -> tuple[KindKey, str, str, str] | None:
+    """One version of one object: its kind, namespace, name and resourceVersion."""
+    metadata = (obj or {}).get("metadata") or {}
+    if not metadata.get("name") or not metadata.get("resourceVersion"):
+        return None
+    return (
+        key,
+        metadata.get("namespace") or "",
+        metadata["name"],
+        str(metadata["resourceVersion"]),
+    )
+
+
 class DependentWatches:
     def __init__(self, cache: InformerCache, own_write_wait: float = OWN_WRITE_WAIT) -> None:
         self.cache = cache
@@ -104,11 +119,9 @@ class DependentWatches:
     def _remember_own_write(
         self, key: KindKey, owner: Owner, written: Mapping[str, Any] | None
     ) -> None:
-        metadata = (written or {}).get("metadata") or {}
-        version = metadata.get("resourceVersion")
-        if not version or not metadata.get("name"):
+        found = _version_of(key, written)
+        if found is None:
             return
-        found = (key, metadata.get("namespace") or "", metadata["name"], str(version))
         self._own_writes[found] = (owner.group, owner.kind, ObjectKey(owner.namespace, owner.name))
         self._own_writes.move_to_end(found)
         while len(self._own_writes) > OWN_WRITES_KEPT:
@@ -116,16 +129,8 @@ class DependentWatches:
 
     def _written_by(self, key: KindKey, event: str, new: Mapping[str, Any] | None) -> tuple | None:
         """The owner whose run wrote this very version, if this event is its write."""
-        if event != "MODIFIED" or new is None:
-            return None
-        metadata = new.get("metadata") or {}
-        found = (
-            key,
-            metadata.get("namespace") or "",
-            metadata.get("name", ""),
-            str(metadata.get("resourceVersion", "")),
-        )
-        return self._own_writes.pop(found, None)
+        found = _version_of(key, new) if event == "MODIFIED" else None
+        return None if found is None else self._own_writes.pop(found, None)
 
     def _listener(self, key: KindKey) -> EventListener:
         def on_event(event: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
