@@ -5,28 +5,17 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from kubernetes import client, config
 
 from ansible_operator.cluster import Cluster
+from ansible_operator.testing.waiting import eventually
 
 pytestmark = pytest.mark.cluster
 
 GROUP = "controlplane.test.example.com"
-
-
-def eventually(check: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"{what} not reached within {timeout}s (last value: {last!r})")
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +75,7 @@ def widget_crd(kube_api: client.ApiClient) -> str:
             c.type == "Established" and c.status == "True" for c in (crd.status.conditions or [])
         )
 
-    eventually(established, what="CRD Established")
+    eventually(established, timeout=30.0, what="CRD Established")
     yield plural
     extensions.delete_custom_resource_definition(f"{plural}.{GROUP}")
 
@@ -178,7 +167,7 @@ def test_object_with_finalizer_stays_until_finalizer_removed(
             return error.status == 404
         return False
 
-    eventually(gone, what="object gone after its finalizer was removed")
+    eventually(gone, timeout=30.0, what="object gone after its finalizer was removed")
 
 
 def test_owned_configmap_is_garbage_collected_after_owner_deleted(
@@ -295,7 +284,7 @@ def test_user_without_rbac_is_forbidden_until_bound_to_a_role(
                 raise
             return True
 
-        eventually(allowed, what="access after the RoleBinding")
+        eventually(allowed, timeout=30.0, what="access after the RoleBinding")
         with pytest.raises(client.ApiException) as still_denied:
             restricted.create_namespaced_config_map(
                 kube_namespace, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="nope"))

@@ -10,8 +10,7 @@ import os
 import shlex
 import socket
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ import pytest
 from ansible_operator.runner import module_handoff
 from ansible_operator.runner.module_handoff import assignments, hand_off
 from ansible_operator.runner.module_server import SESSION_ENV, open_session, write_shim
+from ansible_operator.testing.waiting import eventually
 
 SHIM = "/scratch/warm-runner/python"
 # A pipelined module: the program is the interpreter's stdin.
@@ -68,18 +68,11 @@ def parent_of_module(cwd: Path) -> int:
     return int(stdout.split(b"parent ")[1].split()[0])
 
 
-def wait_until(condition: Callable[[], bool], failure: str) -> None:
-    deadline = time.monotonic() + 10
-    while not condition():
-        assert time.monotonic() < deadline, failure
-        time.sleep(0.02)
-
-
 def listening_session(server: Path, address: Path) -> socket.socket:
     """A run's session of the interpreter at `server`, once it listens at `address`."""
     session = open_session(server, address, "")
     assert session is not None
-    wait_until(address.exists, "the session never listened")
+    eventually(address.exists, timeout=10, interval=0.02, what="the session listening")
     return session
 
 
@@ -185,9 +178,11 @@ def test_a_runs_session_serves_its_modules_until_the_run_lets_go(
     through_session = through_shim(shim, tmp_path, env)[1]
     assert f"parent {session_pid}".encode() in through_session
     session.close()
-    wait_until(
+    eventually(
         lambda: not Path(f"/proc/{session_pid}").exists() and not address.exists(),
-        "the session outlived its run's connection",
+        timeout=10,
+        interval=0.02,
+        what="the session gone with its run's connection",
     )
     code, stdout, _ = through_shim(shim, tmp_path, env)
     assert code == 0
