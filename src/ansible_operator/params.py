@@ -10,9 +10,11 @@ earlier ones):
 5. the watch's ``vars``, then (finalizer runs) the finalizer's ``vars``.
 
 Everything in 1-4 comes from the cluster, so whoever may create the object
-wrote it: unless the watch says ``markUnsafe: false``, every string in it is
-marked unsafe, data Ansible never templates (else ``{{ lookup('pipe', ...) }}``
-in a spec would run as the operator). The watch's own ``vars`` are the
+wrote it. Its keys may not name Ansible's own variables nor carry Ansible's tagged
+values (reserved_vars.py): such an object is refused before anything runs. And
+unless the watch says ``markUnsafe: false``, every string in it is marked unsafe,
+data Ansible never templates (else ``{{ lookup('pipe', ...) }}`` in a spec would
+run as the operator). The watch's own ``vars`` are the
 operator author's and keep their Jinja.
 
 The snake_case conversion gives the same names as the reference for its tested cases
@@ -26,6 +28,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from typing import Any
+
+from ansible_operator import reserved_vars
 
 # Words kept whole, longest first so that a longer one wins at the same position.
 _WORDS = ("HTTP", "URL", "IP")
@@ -126,8 +130,23 @@ def mark_unsafe(value: Any) -> Any:
 
 def object_var_name(group: str, kind: str) -> str:
     """The variable holding the whole object: ``_cache_example_com_memcached``."""
-    cleaned = group.replace(".", "_").replace("-", "_")
-    return f"_{cleaned}_{kind.lower()}"
+    return reserved_vars.object_prefix(group, kind)
+
+
+def refusals(
+    obj: Mapping[str, Any], *, group: str, kind: str, snake_case: bool
+) -> list[reserved_vars.Refusal]:
+    """Why ``obj`` may not become a run's extra vars (reserved_vars.py); empty if it may."""
+    spec = obj.get("spec")
+    found: list[reserved_vars.Refusal] = []
+    if isinstance(spec, Mapping):
+        names = {key: to_snake(key) for key in spec if isinstance(key, str)} if snake_case else {}
+        found += reserved_vars.top_level_refusals(spec, names, group=group, kind=kind)
+    named = {refusal.path for refusal in found}
+    found += (
+        refusal for refusal in reserved_vars.data_refusals(obj, "") if refusal.path not in named
+    )
+    return found
 
 
 def build_extravars(
@@ -140,7 +159,11 @@ def build_extravars(
     watch_vars: Mapping[str, Any] | None,
     finalizer_vars: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
-    """The extra vars of a run for ``obj``, in the reference's order."""
+    """The extra vars of a run for ``obj``, in the reference's order; RefusedData if its
+    keys are not for Ansible (the reconciler says why before it asks)."""
+    refused = refusals(obj, group=group, kind=kind, snake_case=snake_case)
+    if refused:
+        raise reserved_vars.RefusedData(refused)
     raw_spec = obj.get("spec")
     if raw_spec is None:
         raw_spec = {}

@@ -37,7 +37,7 @@ LAYERS: list[set[str]] = [
     },
     {"metrics"},
     {"kube"},
-    {"watch_fields", "webhook_entries", "watches", "params", "lint"},
+    {"watch_fields", "webhook_entries", "watches", "reserved_vars", "params", "lint"},
     {"runner"},
     {"proxy"},
     {"webhooks"},

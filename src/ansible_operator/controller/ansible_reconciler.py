@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ansible_operator import params
+from ansible_operator import params, reserved_vars
 from ansible_operator.controller import conditions
 from ansible_operator.controller.annotations import AnnotationError, object_settings
 from ansible_operator.controller.events import record_event
@@ -92,6 +92,21 @@ class AnsibleReconciler:
             self._warned[key] = settings.warnings
             for warning in settings.warnings:
                 await self._event(obj, "AnnotationAdjusted", warning, warning=True)
+
+        refused = params.refusals(
+            obj,
+            group=self.watch.gvk.group,
+            kind=self.watch.gvk.kind,
+            snake_case=self.watch.snake_case_parameters,
+        )
+        if refused:
+            # Before the finalizer: a role that never ran has nothing to clean up.
+            await self._fail(
+                obj,
+                f"not run: {reserved_vars.describe(refused)}",
+                reason="RefusedData",
+            )
+            return Outcome(retry=False)
 
         if (
             not deleting

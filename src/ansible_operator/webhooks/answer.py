@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ansible_operator import reserved_vars
 from ansible_operator.webhook_entries import Webhook
 from ansible_operator.webhooks.patch import json_patch
 from ansible_operator.webhooks.review import AdmissionRequest
@@ -93,7 +94,27 @@ class Decision:
         return "patch" in self.response
 
 
+def refusal(webhook: Webhook, request: AdmissionRequest) -> Decision | None:
+    """A request whose data may not reach Ansible is denied, whatever the failure policy:
+    this is the webhook's answer, not a failure of its role (reserved_vars.py)."""
+    if not request.refused:
+        return None
+    message = (
+        f"webhook {webhook.name}: the request's data may not reach Ansible: "
+        f"{reserved_vars.describe(list(request.refused))}"
+    )
+    response = {
+        "uid": request.uid,
+        "allowed": False,
+        "status": {"code": 400, "reason": "BadRequest", "message": message},
+    }
+    return Decision(response)
+
+
 def decide(webhook: Webhook, request: AdmissionRequest, outcome: RunOutcome) -> Decision:
+    refused = refusal(webhook, request)
+    if refused is not None:
+        return refused
     if outcome.failure:
         return _by_policy(webhook, request, outcome.failure)
     answer = outcome.answer

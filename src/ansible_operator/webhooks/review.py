@@ -4,8 +4,9 @@ The role sees one variable, ``admission``, with the request's fields snake_cased
 (``old_object``, ``user_info``, ``dry_run``, ``sub_resource``); the objects inside keep their
 own keys, since a mutating role answers with the object as Kubernetes spells it. Everything
 in it came from whoever made the request, so every string is marked unsafe: Ansible never
-templates it (params.mark_unsafe), whatever the webhook. The webhook's own ``vars`` are the
-operator author's and stay templated.
+templates it (params.mark_unsafe), whatever the webhook; and a request whose data carries
+Ansible's tagged-value keys or nests too deep (reserved_vars.py) is denied, never run.
+The webhook's own ``vars`` are the operator author's and stay templated.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_operator import params
+from ansible_operator import params, reserved_vars
 from ansible_operator.webhook_entries import Webhook
 
 REVIEW_API_VERSION = "admission.k8s.io/v1"
@@ -40,6 +41,8 @@ class AdmissionRequest:
     dry_run: bool = False
     sub_resource: str = ""
     options: dict[str, Any] | None = None
+    # Why its data may not reach Ansible (reserved_vars.py): the request is denied unrun.
+    refused: tuple[reserved_vars.Refusal, ...] = ()
 
     @property
     def shown_name(self) -> str:
@@ -84,6 +87,13 @@ def parse_review(body: bytes) -> AdmissionRequest:
     uid = request.get("uid")
     if not isinstance(uid, str) or not uid:
         raise ReviewError("request.uid is missing")
+    fields = {"object": request.get("object"), "oldObject": request.get("oldObject")}
+    fields.update(userInfo=request.get("userInfo"), options=request.get("options"))
+    refused = tuple(
+        refusal
+        for name, value in fields.items()
+        for refusal in reserved_vars.data_refusals(value, name)
+    )
     return AdmissionRequest(
         uid=uid,
         operation=str(request.get("operation") or ""),
@@ -97,11 +107,14 @@ def parse_review(body: bytes) -> AdmissionRequest:
         dry_run=request.get("dryRun") is True,
         sub_resource=str(request.get("subResource") or ""),
         options=_mapping(request.get("options"), "options"),
+        refused=refused,
     )
 
 
 def admission_vars(request: AdmissionRequest, webhook: Webhook) -> dict[str, Any]:
-    """The extra vars of the run that answers `request`."""
+    """The extra vars of the run that answers `request` (RefusedData if it has refusals)."""
+    if request.refused:
+        raise reserved_vars.RefusedData(list(request.refused))
     from_cluster = {
         "admission": {
             "uid": request.uid,
