@@ -10,10 +10,16 @@ accept, and every refused accept logs a traceback. So each server here:
   from its start or from the end of its previous response (an idle keep-alive
   connection is closed after as long, which clients reconnect from), and a
   request `body_timeout` for its body, then closes it;
-- keeps at most `cap` connections open, a share of the open-file limit. A new
-  connection over the cap closes the one that has waited longest for a request,
-  those that never sent a whole request first; only when every connection is
-  busy serving a request is the new one closed instead;
+- serves TLS (`GuardedSite`) with the handshake under the same `header_timeout`,
+  and counts a connection from its accept, handshake included: a client that
+  connects and never sends a ClientHello holds a file like any other;
+- keeps at most `cap` connections open, its share of the open-file budget
+  (`file_budget`: half the limit kept for runs, API clients and warm processes,
+  the rest split evenly between the operator's listeners, so no listener can
+  starve the others). A new connection over the cap closes the one that has
+  waited longest for a request, those still in their handshake first, then those
+  that never sent a whole request; only when every connection is busy serving a
+  request is the new one closed instead;
 - logs what it closes as one warning line per server at most every
   LOG_INTERVAL seconds, with running counts; never a traceback per connection
   (`quiet_accept_errors` does the same for asyncio's failed accepts).
@@ -24,7 +30,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import resource
+import ssl
 import time
+from asyncio import sslproto
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -38,8 +46,13 @@ HEADER_TIMEOUT = 10.0  # seconds; as Go servers' usual ReadHeaderTimeout
 BODY_TIMEOUT = 60.0  # seconds; the largest body (64 MiB) takes under a second on loopback
 LINGERING_TIME = 1.0  # seconds
 LOG_INTERVAL = 10.0  # seconds between two warnings of one server
-SHARE_OF_OPEN_FILES = 8  # each server may hold 1/8 of the open-file limit
-MIN_CONNECTIONS = 32
+# Of the open-file limit, the share no listener may take: runs (their pipes, sockets
+# and files), the API clients, the warm processes, logs.
+RESERVED_SHARE = 0.5
+# The servers one operator may run: the API proxy, the event receiver, health,
+# metrics, the webhook server with its own proxy and event receiver, one spare.
+LISTENERS = 8
+MIN_CONNECTIONS = 16
 MAX_CONNECTIONS = 4096
 # The soft open-file limit raised to (at most): plenty for the caps above and
 # for runs, and modest for children that close every descriptor up to it.
@@ -60,10 +73,32 @@ def open_file_limit() -> int:
     return NOFILE_WANTED if soft == resource.RLIM_INFINITY else soft
 
 
+@dataclass(frozen=True)
+class FileBudget:
+    """How the open-file limit is split: a reserve no listener may use, and an
+    equal share of the rest per listener."""
+
+    open_files: int
+    reserved: int
+    per_listener: int
+
+    def describe(self) -> str:
+        return (
+            f"open_files={self.open_files} reserved={self.reserved} "
+            f"listeners={LISTENERS} per_listener={self.per_listener}"
+        )
+
+
+def file_budget(open_files: int) -> FileBudget:
+    reserved = int(open_files * RESERVED_SHARE)
+    share = (open_files - reserved) // LISTENERS
+    return FileBudget(open_files, reserved, max(MIN_CONNECTIONS, min(MAX_CONNECTIONS, share)))
+
+
 def connection_cap(open_files: int) -> int:
     """Connections one server may hold: its share of the open files, so that
     runs, API clients and the other servers keep the rest."""
-    return max(MIN_CONNECTIONS, min(MAX_CONNECTIONS, open_files // SHARE_OF_OPEN_FILES))
+    return file_budget(open_files).per_listener
 
 
 def raise_open_file_limit() -> tuple[int, int]:
@@ -105,16 +140,24 @@ class ConnectionGuard:
     def __init__(self, name: str, limits: ServerLimits) -> None:
         self.name = name
         self.limits = limits
+        # TLS connections accepted, handshake not done: their raw transports.
+        self._handshaking: dict[RequestHandler, asyncio.BaseTransport] = {}
         self._fresh: dict[RequestHandler, asyncio.TimerHandle] = {}
         self._idle: dict[RequestHandler, asyncio.TimerHandle] = {}
         self._busy: set[RequestHandler] = set()
-        self.counts = {"evicted": 0, "refused": 0, "header_timeouts": 0, "body_timeouts": 0}
+        self.counts = {
+            "evicted": 0,
+            "refused": 0,
+            "unfinished_handshakes": 0,
+            "header_timeouts": 0,
+            "body_timeouts": 0,
+        }
         self._full_warning = ThrottledWarning(log)
         self._body_warning = ThrottledWarning(log)
 
     @property
     def open(self) -> int:
-        return len(self._fresh) + len(self._idle) + len(self._busy)
+        return len(self._handshaking) + len(self._fresh) + len(self._idle) + len(self._busy)
 
     @property
     def cap(self) -> int:
@@ -137,20 +180,52 @@ class ConnectionGuard:
         server.connection_made = connection_made  # type: ignore[method-assign]
         server.connection_lost = connection_lost  # type: ignore[method-assign]
 
+    def tls_protocol(self, handler: RequestHandler, context: ssl.SSLContext) -> asyncio.Protocol:
+        """The TLS layer in front of `handler` for one accepted connection."""
+        return _GuardedTls(self, handler, context)
+
     # ----- connection states ---------------------------------------------------
+    def handshake_started(self, handler: RequestHandler, transport: asyncio.BaseTransport) -> bool:
+        """A TLS connection accepted; False: closed at once, every connection being busy."""
+        if not self._make_room():
+            transport.abort()
+            return False
+        self._handshaking[handler] = transport
+        return True
+
+    def connection_gone(self, handler: RequestHandler) -> None:
+        """The TLS layer's connection is closed, its handshake done or not."""
+        if self._handshaking.pop(handler, None) is not None:
+            # Timed out (header_timeout), refused by TLS, or evicted: never logged.
+            self.counts["unfinished_handshakes"] += 1
+
     def opened(self, handler: RequestHandler) -> None:
-        if self.open >= self.cap:
-            victim = next(iter(self._fresh), None) or next(iter(self._idle), None)
-            if victim is None:
+        """A connection ready for requests (a TLS one: its handshake done, already counted)."""
+        if self._handshaking.pop(handler, None) is None and not self._make_room():
+            handler.force_close()
+            return
+        self._wait(handler, self._fresh)
+
+    def _make_room(self) -> bool:
+        """Room for one more connection, closing the one that waited longest for a
+        request if need be; False when every connection is busy."""
+        if self.open < self.cap:
+            return True
+        if self._handshaking:
+            victim, transport = next(iter(self._handshaking.items()))
+            del self._handshaking[victim]
+            transport.abort()
+        else:
+            waiting = next(iter(self._fresh), None) or next(iter(self._idle), None)
+            if waiting is None:
                 self.counts["refused"] += 1
                 self._say("every connection is busy, closed the new one")
-                handler.force_close()
-                return
-            self._forget(victim)
-            victim.force_close()
-            self.counts["evicted"] += 1
-            self._say("closed the connection that waited longest for a request")
-        self._wait(handler, self._fresh)
+                return False
+            self._forget(waiting)
+            waiting.force_close()
+        self.counts["evicted"] += 1
+        self._say("closed the connection that waited longest for a request")
+        return True
 
     def request_started(self, handler: RequestHandler) -> None:
         if self._forget(handler):
@@ -229,6 +304,35 @@ class ConnectionGuard:
         request.protocol.force_close()
 
 
+class _GuardedTls(sslproto.SSLProtocol):
+    """asyncio's own TLS layer (what `create_server(ssl=...)` puts in front of each
+    connection) with the handshake timed by `header_timeout`, that tells the guard of
+    the connection from its accept: one that never finishes its handshake is
+    counted, and closed, as one that never finishes its headers."""
+
+    def __init__(
+        self, guard: ConnectionGuard, handler: RequestHandler, context: ssl.SSLContext
+    ) -> None:
+        super().__init__(
+            asyncio.get_running_loop(),
+            handler,
+            context,
+            None,
+            server_side=True,
+            ssl_handshake_timeout=guard.limits.header_timeout,
+        )
+        self._guard = guard
+        self._handler = handler
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if self._guard.handshake_started(self._handler, transport):
+            super().connection_made(transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._guard.connection_gone(self._handler)
+        super().connection_lost(exc)
+
+
 class GuardedAppRunner(web.AppRunner):
     """An AppRunner whose server keeps `limits` (see the module's docstring)."""
 
@@ -254,6 +358,54 @@ class GuardedAppRunner(web.AppRunner):
         assert self.server is not None
         self.guard.attach(self.server)
         quiet_accept_errors(asyncio.get_running_loop())
+        if self.guard.limits.max_connections is None:
+            log.info(
+                "http server connection budget server=%s cap=%d %s",
+                self.guard.name,
+                self.guard.cap,
+                file_budget(open_file_limit()).describe(),
+            )
+
+
+class GuardedSite(web.BaseSite):
+    """A TCP site of a GuardedAppRunner. With `tls`, each connection is counted
+    against the cap from its accept and its handshake has `header_timeout`
+    (aiohttp's TCPSite leaves the handshake to asyncio: uncounted, and 60 seconds)."""
+
+    def __init__(
+        self,
+        runner: GuardedAppRunner,
+        host: str,
+        port: int,
+        tls: ssl.SSLContext | None = None,
+        backlog: int = 128,
+    ) -> None:
+        super().__init__(runner, backlog=backlog)
+        self._guard = runner.guard
+        self._host, self._port, self._tls = host, port, tls
+        self.bound: tuple[str, int] = (host, port)
+
+    @property
+    def name(self) -> str:
+        return f"{'https' if self._tls else 'http'}://{self._host}:{self.bound[1]}"
+
+    async def start(self) -> None:
+        await super().start()
+        server = self._runner.server
+        assert server is not None
+        tls, guard = self._tls, self._guard
+
+        def protocol() -> asyncio.Protocol:
+            handler = server()
+            return handler if tls is None else guard.tls_protocol(handler, tls)
+
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            protocol, self._host, self._port, backlog=self._backlog
+        )
+        sockets = self._server.sockets
+        if sockets:
+            self.bound = sockets[0].getsockname()[:2]
 
 
 class _QuietAcceptErrors:

@@ -40,6 +40,7 @@ class OperatorOptions:
     run_timeout: float | None = DEFAULT_RUN_TIMEOUT
     max_run_output: int | None = DEFAULT_MAX_RUN_OUTPUT
     run_memory_limit: int | None = DEFAULT_RUN_MEMORY_LIMIT
+    reconcile_run_nice: int = 10  # how far reconcile runs yield the CPU (runner/priority.py)
     proxy_port: int = 8888
     metrics_bind_address: str | None = None  # None: loopback unless metrics_secure
     metrics_secure: bool = False  # HTTPS, and TokenReview + SubjectAccessReview
@@ -76,6 +77,7 @@ class OperatorOptions:
     webhook_url: str | None = None  # a base URL the API server calls instead
     webhook_ca_secret: str | None = None  # NAMESPACE/NAME keeping the CA made here
     webhook_max_concurrent_runs: int | None = None  # None: twice the CPUs
+    webhook_client_ca: Path | None = None  # PEM CA; given: clients must present a cert of it
 
 
 def facts_skipped(environ: Mapping[str, str]) -> bool:

@@ -160,6 +160,15 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="memory of all a run's processes, where cgroups allow (default: 1Gi; 0: no cap)",
     )
     parser.add_argument(
+        "--reconcile-run-nice",
+        type=int,
+        choices=range(20),
+        default=10,
+        metavar="0..19",
+        help="nice increment of reconcile runs' processes, so that the operator itself and "
+        "admission runs get the CPU first when it runs out (default: 10; 0: as the operator)",
+    )
+    parser.add_argument(
         "--proxy-port",
         type=int,
         default=8888,
@@ -322,6 +331,16 @@ def add_webhook_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="admission runs at once (default: twice the number of CPUs)",
     )
+    client_ca = os.environ.get("ANSIBLE_OPERATOR_WEBHOOK_CLIENT_CA") or None
+    parser.add_argument(
+        "--webhook-client-ca",
+        type=Path,
+        default=Path(client_ca) if client_ca else None,
+        metavar="FILE",
+        help="PEM CA file: the webhook server accepts only clients with a certificate it "
+        "issued, as the API server presents when its AdmissionConfiguration gives one "
+        "(default: $ANSIBLE_OPERATOR_WEBHOOK_CLIENT_CA; none: any client, rate-limited)",
+    )
 
 
 def add_acceleration_switch(parser: argparse.ArgumentParser) -> None:
@@ -364,6 +383,7 @@ def options_from(args: argparse.Namespace) -> OperatorOptions:
         run_timeout=args.run_timeout or None,
         max_run_output=args.max_run_output or None,
         run_memory_limit=args.run_memory_limit or None,
+        reconcile_run_nice=args.reconcile_run_nice,
         proxy_port=args.proxy_port,
         metrics_bind_address=args.metrics_bind_address,
         metrics_secure=args.metrics_secure,
@@ -393,6 +413,7 @@ def options_from(args: argparse.Namespace) -> OperatorOptions:
         webhook_url=args.webhook_url,
         webhook_ca_secret=args.webhook_ca_secret,
         webhook_max_concurrent_runs=args.webhook_max_concurrent_runs,
+        webhook_client_ca=args.webhook_client_ca,
         inventory=Path(inventory) if inventory else None,
         skip_facts=facts_skipped(os.environ),
     )

@@ -15,88 +15,33 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
 import pytest
 from kubernetes import client
-from yarl import URL
+from proxy_run import Run, proxy_for_a_run
 
 from ansible_operator.cluster import Cluster
-from ansible_operator.kube.cache import InformerCache
-from ansible_operator.kube.client import ApiClient
 from ansible_operator.kube.config import load_config
-from ansible_operator.kube.discovery import RestMapper
-from ansible_operator.kube.types import Owner
-from ansible_operator.proxy.server import ApiProxy
 
 pytestmark = pytest.mark.cluster
 
 SECRET_VALUE = "never-through-a-configmap-path"
 
 
-@dataclass
-class Run:
-    """What a run has: the proxy's address and its own token."""
-
-    url: str
-    token: str
-    namespace: str
-
-    async def send(
-        self, method: str, raw_path: str, body: Any = None, headers: dict[str, str] | None = None
-    ) -> tuple[int, dict[str, str], Any]:
-        # encoded=True: the path leaves exactly as written, as an attacker sends it.
-        url = URL(self.url + raw_path, encoded=True)
-        headers = {"Authorization": f"Bearer {self.token}", **(headers or {})}
-        data = None if body is None else json.dumps(body)
-        if data is not None:
-            headers["Content-Type"] = "application/json"
-        async with (
-            aiohttp.ClientSession() as session,
-            session.request(method, url, headers=headers, data=data) as response,
-        ):
-            text = await response.text()
-            try:
-                payload = json.loads(text)
-            except ValueError:
-                payload = text
-            return response.status, dict(response.headers), payload
-
-
 @pytest.fixture
-async def run(kube_cluster: Cluster, kube_namespace: str) -> AsyncIterator[Run]:
-    config = load_config(kube_cluster.kubeconfig)
-    async with ApiClient(config) as api:
-        mapper = RestMapper(api)
-        configmaps = await mapper.resource_for("", "v1", "ConfigMap")
-        secrets = await mapper.resource_for("", "v1", "Secret")
-        # The operator's cache: the ConfigMaps of the test's namespace.
-        cache = InformerCache(api, [kube_namespace])
-        await cache.informer(configmaps).wait_synced()
-        proxy = ApiProxy(config, mapper, cache=cache, port=0)
-        port = await proxy.start()
-        owner_obj = await api.create(configmaps, {"metadata": {"name": "owner"}}, kube_namespace)
-        await api.create(
-            secrets,
-            {
-                "metadata": {"name": "x"},
-                "data": {"token": base64.b64encode(SECRET_VALUE.encode()).decode()},
-            },
-            kube_namespace,
-        )
-        owner = Owner("", "v1", "ConfigMap", kube_namespace, "owner", owner_obj["metadata"]["uid"])
-        access = proxy.grant(owner)
-        try:
-            yield Run(
-                f"http://127.0.0.1:{port}",
-                access.kubeconfig["users"][0]["user"]["token"],
-                kube_namespace,
-            )
-        finally:
-            await proxy.stop()
-            await cache.stop()
+async def run(
+    kube_cluster: Cluster, kube_api: client.ApiClient, kube_namespace: str
+) -> AsyncIterator[Run]:
+    client.CoreV1Api(kube_api).create_namespaced_secret(
+        kube_namespace,
+        client.V1Secret(
+            metadata=client.V1ObjectMeta(name="x"),
+            data={"token": base64.b64encode(SECRET_VALUE.encode()).decode()},
+        ),
+    )
+    async with proxy_for_a_run(load_config(kube_cluster.kubeconfig), kube_namespace) as run:
+        yield run
 
 
 def assert_refused(status: int, body: Any, problem: str) -> None:

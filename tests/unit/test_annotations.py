@@ -70,3 +70,30 @@ def test_a_reconcile_period_at_the_floor_or_above_or_zero_is_kept_without_warnin
     for value, seconds in (("1s", 1.0), ("2s", 2.0), ("1.5", 1.5), ("0", 0.0), ("0s", 0.0)):
         settings = object_settings(annotated(**{RECONCILE_PERIOD: value}))
         assert (settings.reconcile_period, settings.warnings) == (seconds, ())
+
+
+@pytest.mark.parametrize(
+    ("value", "watch_keeps", "kept", "capped"),
+    [
+        ("5", 20, 5, False),  # lowered: the author's choice
+        ("0", 20, 0, False),
+        ("20", 20, 20, False),
+        ("21", 20, 20, True),
+        ("1000000", 20, 20, True),  # the attack: every run's artifacts, kept for ever
+        ("3", 2, 2, True),
+        ("7", None, 7, False),  # no watch to bound it (a caller that has none)
+    ],
+)
+def test_max_runner_artifacts_may_lower_the_watchs_value_never_raise_it(
+    value: str, watch_keeps: int | None, kept: int, capped: bool
+) -> None:
+    settings = object_settings(
+        annotated(**{MAX_RUNNER_ARTIFACTS: value}), most_artifacts=watch_keeps
+    )
+    assert settings.max_runner_artifacts == kept
+    if capped:
+        [warning] = settings.warnings
+        assert MAX_RUNNER_ARTIFACTS in warning and repr(value) in warning
+        assert f"maxRunnerArtifacts ({watch_keeps}); {watch_keeps} are kept" in warning
+    else:
+        assert settings.warnings == ()

@@ -6,6 +6,10 @@ gets a Failure condition and an Event saying what to fix.
 A reconcile period below MIN_RECONCILE_PERIOD is raised to it, with a warning:
 whoever may annotate an object must not be able to run it back to back
 (`reconcile-period: 0.001` keeps a worker busy with one object for ever).
+For the same reason `max-runner-artifacts` may lower the watch's
+maxRunnerArtifacts, never raise it (the reference lets it do both: an author
+could keep every run's artifacts and fill the operator's disk); a value above
+is lowered to it, with a warning.
 """
 
 from __future__ import annotations
@@ -55,10 +59,32 @@ def _int(annotations: Mapping[str, Any], key: str, low: int, high: int | None) -
     return value
 
 
-def object_settings(obj: Mapping[str, Any]) -> ObjectSettings:
+def object_settings(obj: Mapping[str, Any], *, most_artifacts: int | None = None) -> ObjectSettings:
+    """`most_artifacts`: the most `max-runner-artifacts` may keep, the watch's
+    maxRunnerArtifacts (None: no bound)."""
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    period = None
     warnings: list[str] = []
+    period = _reconcile_period(obj, annotations, warnings)
+    artifacts = _int(annotations, MAX_RUNNER_ARTIFACTS, 0, None)
+    if most_artifacts is not None and artifacts is not None and artifacts > most_artifacts:
+        warnings.append(
+            f"annotation {MAX_RUNNER_ARTIFACTS}={annotations[MAX_RUNNER_ARTIFACTS]!r} is above "
+            f"the watch's maxRunnerArtifacts ({most_artifacts}); {most_artifacts} are kept"
+        )
+        _log_adjusted(obj, MAX_RUNNER_ARTIFACTS, annotations[MAX_RUNNER_ARTIFACTS], most_artifacts)
+        artifacts = most_artifacts
+    return ObjectSettings(
+        reconcile_period=period,
+        verbosity=_int(annotations, VERBOSITY, 0, 7),
+        max_runner_artifacts=artifacts,
+        warnings=tuple(warnings),
+    )
+
+
+def _reconcile_period(
+    obj: Mapping[str, Any], annotations: Mapping[str, Any], warnings: list[str]
+) -> float | None:
+    period = None
     raw_period = annotations.get(RECONCILE_PERIOD)
     if raw_period is not None:
         try:
@@ -77,19 +103,18 @@ def object_settings(obj: Mapping[str, Any]) -> ObjectSettings:
                 f"annotation {RECONCILE_PERIOD}={str(raw_period)!r} is below the floor of "
                 f"{MIN_RECONCILE_PERIOD:g}s; {MIN_RECONCILE_PERIOD:g}s is used"
             )
-            metadata = obj.get("metadata") or {}
-            log.warning(
-                "reconcile period raised namespace=%s name=%s annotation=%s value=%r floor=%gs",
-                metadata.get("namespace") or "",
-                metadata.get("name"),
-                RECONCILE_PERIOD,
-                str(raw_period),
-                MIN_RECONCILE_PERIOD,
-            )
+            _log_adjusted(obj, RECONCILE_PERIOD, raw_period, f"{MIN_RECONCILE_PERIOD:g}s")
             period = MIN_RECONCILE_PERIOD
-    return ObjectSettings(
-        reconcile_period=period,
-        verbosity=_int(annotations, VERBOSITY, 0, 7),
-        max_runner_artifacts=_int(annotations, MAX_RUNNER_ARTIFACTS, 0, None),
-        warnings=tuple(warnings),
+    return period
+
+
+def _log_adjusted(obj: Mapping[str, Any], annotation: str, value: object, used: object) -> None:
+    metadata = obj.get("metadata") or {}
+    log.warning(
+        "annotation adjusted namespace=%s name=%s annotation=%s value=%r used=%s",
+        metadata.get("namespace") or "",
+        metadata.get("name"),
+        annotation,
+        str(value),
+        used,
     )

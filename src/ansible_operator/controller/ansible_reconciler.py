@@ -83,7 +83,7 @@ class AnsibleReconciler:
             return Outcome()
 
         try:
-            settings = object_settings(obj)
+            settings = object_settings(obj, most_artifacts=self.watch.max_runner_artifacts)
         except AnnotationError as error:
             await self._fail(obj, str(error), reason="InvalidAnnotation")
             return Outcome(retry=True)

@@ -7,7 +7,9 @@ queue and its workers, calling a `Reconciler` for each key and turning its
     neither        -> forget the backoff; the next event brings it back
 
 It knows nothing of Ansible, watches or informers: what to reconcile comes in
-through `enqueue`, how to reconcile is the reconciler's business.
+through `enqueue`, how to reconcile is the reconciler's business. `stop_run`
+stops the run of a reconcile in flight whose object is gone (runner/stopping.py):
+that reconcile ends with nothing reported and nothing requeued.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ansible_operator.controller.queue import ShutDown, WorkQueue
 from ansible_operator.controller.reconcile import ObjectKey, Outcome, Reconciler
 from ansible_operator.kube.client import ApiError
 from ansible_operator.metrics import Metrics
+from ansible_operator.runner.stopping import RunStop, RunStopped, stoppable
 
 log = logging.getLogger("ansible_operator.controller")
 
@@ -44,10 +47,18 @@ class Controller:
         self.metrics = metrics
         self.queue: WorkQueue[ObjectKey] = WorkQueue(name)
         self._tasks: list[asyncio.Task[None]] = []
+        self._stops: dict[ObjectKey, RunStop] = {}  # of the keys being reconciled
 
     def enqueue(self, key: ObjectKey) -> None:
         self.queue.add(key)
         self.observe_queue()
+
+    def stop_run(self, key: ObjectKey, reason: str) -> None:
+        """Stop the run of `key`'s reconcile in flight, if there is one: its
+        processes are killed, and the reconcile ends without a word on the object."""
+        stop = self._stops.get(key)
+        if stop is not None:
+            stop.request(reason)
 
     def observe_queue(self) -> None:
         self.metrics.queue_depth.labels(self.name).set(len(self.queue))
@@ -76,10 +87,14 @@ class Controller:
             except ShutDown:
                 return
             self.observe_queue()
+            # The queue hands a key to one worker at a time: one stop per key.
+            self._stops[key] = RunStop()
             try:
-                outcome = await self._reconcile(key)
+                with stoppable(self._stops[key]):
+                    outcome = await self._reconcile(key)
                 self._follow(key, outcome)
             finally:
+                del self._stops[key]
                 self.queue.done(key)
 
     def _follow(self, key: ObjectKey, outcome: Outcome) -> None:
@@ -101,6 +116,16 @@ class Controller:
         started = time.monotonic()
         try:
             return await self.reconciler.reconcile(key)
+        except RunStopped as stopped:
+            log.info(
+                "run cancelled kind=%s namespace=%s name=%s run=%s reason=%r",
+                self.kind,
+                key.namespace,
+                key.name,
+                stopped.ident or "-",
+                stopped.reason,
+            )
+            return Outcome()
         except ApiError as error:
             log.warning(
                 "reconcile hit an API error kind=%s namespace=%s name=%s error=%s",

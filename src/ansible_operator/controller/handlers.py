@@ -4,7 +4,10 @@ of the event, no queue, no informer.
 
 - The primary kind: the object itself (`EnqueueRequestForObject`), unless the
   update does not matter. A deletion is enqueued too: the reconcile then finds
-  the object gone and forgets it.
+  the object gone and forgets it. A deletion also stops the object's run in
+  flight (`run_stop_reason`), as does the start of a deletion that leaves no
+  finalizer of ours to run: that run's work is wasted, and its processes
+  would go on for as long as the role takes.
 - A dependent kind (`EnqueueRequestForOwner`): each owner it points to, by its
   controller ownerReference or by the owner annotations (for owners Kubernetes
   cannot reference: another namespace, a cluster-scoped dependent). Creates are
@@ -19,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ansible_operator.controller.finalizers import has_finalizer
 from ansible_operator.controller.predicates import dependent_update_matters, primary_update_matters
 from ansible_operator.controller.reconcile import ObjectKey
 from ansible_operator.proxy.ownership import owner_key_from
@@ -48,6 +52,18 @@ def request_for_object(
     ):
         return None
     return ObjectKey.of(obj)
+
+
+def run_stop_reason(event: str, new: Object | None, finalizer: str | None) -> str | None:
+    """Why this event of a primary object stops its run in flight, or None.
+    `finalizer`: the watch's finalizer (its run follows a deletion: not stopped)."""
+    if event == "DELETED":
+        return "the object was deleted"
+    if new is None or not (new.get("metadata") or {}).get("deletionTimestamp"):
+        return None
+    if finalizer is not None and has_finalizer(new, finalizer):
+        return None
+    return "the object is being deleted and has no finalizer of this operator to run"
 
 
 def requests_for_owners(

@@ -23,7 +23,7 @@ from ansible_operator.controller.ansible_reconciler import AnsibleReconciler, Sh
 from ansible_operator.controller.api_health import ApiServerHealth
 from ansible_operator.controller.controller import Controller
 from ansible_operator.controller.dependents import DependentWatches
-from ansible_operator.controller.handlers import request_for_object
+from ansible_operator.controller.handlers import request_for_object, run_stop_reason
 from ansible_operator.controller.leader import LeaderElector
 from ansible_operator.controller.metrics_auth import (
     MetricsAuthorizer,
@@ -32,7 +32,8 @@ from ansible_operator.controller.metrics_auth import (
     server_tls,
 )
 from ansible_operator.controller.unserved import UnservedKinds
-from ansible_operator.http_limits import GuardedAppRunner
+from ansible_operator.http_limits import GuardedSite
+from ansible_operator.http_malformed import StrictAppRunner
 from ansible_operator.kube.cache import InformerCache
 from ansible_operator.kube.client import ApiClient
 from ansible_operator.kube.config import KubeConfig
@@ -42,7 +43,7 @@ from ansible_operator.kube.types import Resource
 from ansible_operator.metrics import Metrics
 from ansible_operator.options import OperatorOptions
 from ansible_operator.proxy.server import ApiProxy
-from ansible_operator.runner import cgroups
+from ansible_operator.runner import cgroups, rundir
 from ansible_operator.runner.receiver import EventReceiver
 from ansible_operator.runner.run import AnsibleRunner
 from ansible_operator.runner.warm import WarmProcesses, ansible_environment, start_warm_processes
@@ -100,15 +101,13 @@ class Manager:
         bind = parse_bind_address(address)
         if bind is None:
             return
-        runner = GuardedAppRunner(app, name)
+        runner = StrictAppRunner(app, name)
         await runner.setup()
-        site = web.TCPSite(runner, bind[0], bind[1], ssl_context=tls)
+        # GuardedSite: a TLS handshake is timed and counted like a request's headers.
+        site = GuardedSite(runner, bind[0], bind[1], tls=tls)
         await site.start()
         self._sites.append(runner)
-        server = site._server  # the bound port, for ':0'
-        sockets = getattr(server, "sockets", None) or []
-        if sockets:
-            self.bound[name] = sockets[0].getsockname()[:2]
+        self.bound[name] = site.bound  # the bound port, for ':0'
         log.info("%s server listening address=%s", name, self.bound.get(name, bind))
 
     def _health_app(self) -> web.Application:
@@ -186,7 +185,10 @@ class Manager:
         receiver = EventReceiver(scratch / "events.sock", on_metric=self.metrics.user_metric)
         elector: LeaderElector | None = None
         prober: asyncio.Task[None] | None = None
+        runner_dir: rundir.RunnerDirClaim | None = None
         try:
+            # Before any run, a webhook's too: a killed operator's runs left their inputs here.
+            runner_dir = await asyncio.to_thread(rundir.claim, runner_root)
             async with ApiClient(
                 config, trace_configs=[self.metrics.request_counter("operator")]
             ) as api:
@@ -283,6 +285,8 @@ class Manager:
                 await asyncio.to_thread(self._run_groups.close)
             for runner in self._sites:
                 await runner.cleanup()
+            if runner_dir is not None:
+                runner_dir.release()
             shutil.rmtree(scratch, ignore_errors=True)
 
     async def _start_webhooks(
@@ -406,9 +410,15 @@ class Manager:
 
 
 def _primary_listener(controller: Controller, watch: Watch) -> EventListener:
+    finalizer = watch.finalizer.name if watch.finalizer is not None else None
+
     def on_event(event: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         key = request_for_object(event, old, new, watch_annotations=watch.watch_annotations_changes)
-        if key is not None:
-            controller.enqueue(key)
+        if key is None:
+            return
+        stop_reason = run_stop_reason(event, new, finalizer)
+        if stop_reason is not None:
+            controller.stop_run(key, stop_reason)
+        controller.enqueue(key)
 
     return on_event

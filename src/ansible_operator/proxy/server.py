@@ -11,6 +11,12 @@
   credentials, streamed (watches, large reads), buffered (writes, whose
   answers feed the cache and the dependent watches) or tunnelled (exec,
   attach, port-forward).
+- A run acts as the operator: headers that would choose another identity
+  (`Impersonate-*`, and the `X-Remote-*` of request-header authentication,
+  which an API server trusting the operator's client certificate as a front
+  proxy would honour) are refused, never forwarded.
+- A run's streams (watches, long reads, tunnels) end when its grant is
+  revoked: nothing it opened outlives the run.
 - Errors of the proxy's own are Kubernetes Status bodies, as the API server's are.
 """
 
@@ -21,8 +27,8 @@ import contextlib
 import json
 import logging
 import secrets
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import aiohttp
@@ -31,7 +37,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 from yarl import URL
 
-from ansible_operator.http_limits import GuardedAppRunner
+from ansible_operator.http_malformed import StrictAppRunner, malformed
 from ansible_operator.kube.client import ApiError
 from ansible_operator.kube.config import KubeConfig
 from ansible_operator.kube.discovery import RestMapper, UnknownResource
@@ -65,6 +71,12 @@ HOP_BY_HOP = frozenset(
         "content-length",
     }
 )
+# Not forwarded either: aiohttp hands us the request's body decoded.
+NOT_FORWARDED = HOP_BY_HOP | {"content-encoding"}
+# Headers that make the API server take a request for another user's:
+# impersonation, and request-header authentication (--requestheader-username-headers
+# and friends: X-Remote-User, X-Remote-Group, X-Remote-Uid, X-Remote-Extra-*).
+IDENTITY_HEADER_PREFIXES = ("impersonate-", "x-remote-")
 APPLY_PATCH = "application/apply-patch+yaml"
 BUFFERED_BODY = 1 << 20  # larger GET answers (big LISTs) are streamed through
 MERGE_PATCHES = ("application/merge-patch+json", "application/strategic-merge-patch+json")
@@ -104,6 +116,37 @@ class Grant:
     owner: Owner
     # False: the run may only read (an admission webhook without side effects).
     writes: bool = True
+    # Set when the run ends: the streams it opened close (until_revoked).
+    revoked: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def names_an_identity(header: str) -> bool:
+    return header.lower().startswith(IDENTITY_HEADER_PREFIXES)
+
+
+def forwarded_headers(request: web.Request) -> dict[str, str]:
+    """The run's request headers the API server gets (with our credentials added)."""
+    return {
+        key: value
+        for key, value in request.headers.items()
+        if key.lower() not in NOT_FORWARDED and not names_an_identity(key)
+    }
+
+
+async def until_revoked(grant: Grant, relay: Coroutine[Any, Any, None]) -> None:
+    """Run `relay` (the copying of a stream) to its end, or until the run's
+    grant is revoked: a watch must not keep feeding a run that has ended."""
+    relaying = asyncio.ensure_future(relay)
+    revoked = asyncio.ensure_future(grant.revoked.wait())
+    try:
+        await asyncio.wait((relaying, revoked), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        revoked.cancel()
+        if not relaying.done():
+            relaying.cancel()
+            await asyncio.wait((relaying,))
+    if not relaying.cancelled():
+        relaying.result()  # the copy's own error, as if it had run here
 
 
 def relayed_as_it_comes(
@@ -116,6 +159,31 @@ def relayed_as_it_comes(
         return True
     readonly = method == "GET" or target is None
     return readonly and (length is None or length > BUFFERED_BODY)
+
+
+async def copy_body(upstream: aiohttp.ClientResponse, response: web.StreamResponse) -> None:
+    async for chunk in upstream.content.iter_any():
+        await response.write(chunk)
+
+
+async def relay_frames(source: Any, sink: Any) -> None:
+    """One direction of a WebSocket tunnel, frame by frame, until either end closes."""
+    async for message in source:
+        if message.type == aiohttp.WSMsgType.BINARY:
+            await sink.send_bytes(message.data)
+        elif message.type == aiohttp.WSMsgType.TEXT:
+            await sink.send_str(message.data)
+        else:
+            break
+    await sink.close()
+
+
+async def relay_tunnel(upstream: Any, downstream: Any) -> None:
+    await asyncio.gather(
+        relay_frames(upstream, downstream),
+        relay_frames(downstream, upstream),
+        return_exceptions=True,
+    )
 
 
 def status_response(code: int, reason: str, message: str) -> web.Response:
@@ -133,6 +201,37 @@ def status_response(code: int, reason: str, message: str) -> web.Response:
         },
         status=code,
     )
+
+
+def identity_refusal(request: web.Request) -> web.Response | None:
+    """A 403 for a request that names another identity than the operator's."""
+    named = next((key for key in request.headers if names_an_identity(key)), None)
+    if named is None:
+        return None
+    # Cached answers could not honour it, and a run acts as its operator.
+    return status_response(
+        403,
+        "Forbidden",
+        f"the ansible-operator proxy does not forward impersonation nor request-header "
+        f"identities (header {named}); a run acts as the operator's service account",
+    )
+
+
+async def read_body(request: web.Request) -> bytes | web.Response:
+    """The request's whole body, or a 400 naming why it cannot be read (its
+    chunking or compression is broken)."""
+    if not request.can_read_body:
+        return b""
+    try:
+        return await request.read()
+    except web.RequestPayloadError as error:
+        problem = malformed(error)
+        return status_response(
+            400,
+            "BadRequest",
+            "the ansible-operator proxy cannot read the request's body: "
+            f"{problem.message if problem else error}",
+        )
 
 
 class ApiProxy:
@@ -180,7 +279,9 @@ class ApiProxy:
         )
 
         def revoke() -> None:
-            self._grants.pop(token, None)
+            grant = self._grants.pop(token, None)
+            if grant is not None:
+                grant.revoked.set()
 
         return RunAccess(kubeconfig=kubeconfig, revoke=revoke)
 
@@ -197,7 +298,7 @@ class ApiProxy:
         self._upstreams = Upstreams(self.config, self._new_session)
         app = web.Application(client_max_size=64 * 2**20)
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = GuardedAppRunner(app, "proxy", handle_signals=False)
+        self._runner = StrictAppRunner(app, "proxy", handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self.port)
         await site.start()
@@ -228,15 +329,9 @@ class ApiProxy:
                 "Unauthorized",
                 "the ansible-operator proxy serves only the operator's own runs",
             )
-        impersonation = [key for key in request.headers if key.lower().startswith("impersonate-")]
-        if impersonation:
-            # Cached answers could not honour it, and a run acts as its operator.
-            return status_response(
-                403,
-                "Forbidden",
-                f"the ansible-operator proxy does not forward impersonation "
-                f"(header {impersonation[0]}); a run acts as the operator's service account",
-            )
+        refusal = identity_refusal(request)
+        if refusal is not None:
+            return refusal
         try:
             # Reasoned about as the API server will read it; forwarded as sent.
             path = decoded_path(request.rel_url.raw_path)
@@ -264,9 +359,11 @@ class ApiProxy:
                 "read (an admission webhook without sideEffects: NoneOnDryRun, or a dry run)",
             )
         if request.headers.get("Upgrade"):
-            return await self._tunnel(request)
+            return await self._tunnel(request, grant)
         target = parse_resource_path(path)
-        body = await request.read() if request.can_read_body else b""
+        body = await read_body(request)
+        if isinstance(body, web.Response):
+            return body
         resource = None
         if target is not None:
             try:
@@ -286,7 +383,7 @@ class ApiProxy:
                     return cached
             elif request.method in ("POST", "PUT", "PATCH") and target.subresource is None:
                 body = await self._mark_ownership(request, target, resource, grant.owner, body)
-        response, answer = await self._forward(request, body, target)
+        response, answer = await self._forward(request, body, target, grant)
         if (
             target is not None
             and resource is not None
@@ -455,18 +552,23 @@ class ApiProxy:
         return URL(server.rstrip("/") + request.rel_url.raw_path_qs, encoded=True)
 
     async def _forward(
-        self, request: web.Request, body: bytes, target: ResourcePath | None
+        self, request: web.Request, body: bytes, target: ResourcePath | None, grant: Grant
     ) -> tuple[web.StreamResponse, bytes | None]:
         """The API server's answer, and its body when it was buffered."""
         assert self._upstreams is not None
         async with self._upstreams.use() as via:
-            return await self._forward_via(via, request, body, target)
+            return await self._forward_via(via, request, body, target, grant)
 
     async def _forward_via(
-        self, via: Upstream, request: web.Request, body: bytes, target: ResourcePath | None
+        self,
+        via: Upstream,
+        request: web.Request,
+        body: bytes,
+        target: ResourcePath | None,
+        grant: Grant,
     ) -> tuple[web.StreamResponse, bytes | None]:
         self.stats["forwarded"] += 1
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
+        headers = forwarded_headers(request)
         if request.method == "PATCH" and headers.get("Content-Type", "").startswith(APPLY_PATCH):
             # We may have re-encoded the YAML body as JSON (JSON is YAML).
             headers["Content-Type"] = APPLY_PATCH
@@ -494,8 +596,7 @@ class ApiProxy:
                     status=upstream.status, reason=upstream.reason, headers=answer_headers
                 )
                 await response.prepare(request)
-                async for chunk in upstream.content.iter_any():
-                    await response.write(chunk)
+                await until_revoked(grant, copy_body(upstream, response))
                 await response.write_eof()
                 return response, None
             # A body of known, modest size goes back in one write: a streamed
@@ -556,12 +657,14 @@ class ApiProxy:
         )
 
     # ----- upgrades (exec, attach, port-forward) -----------------------------
-    async def _tunnel(self, request: web.Request) -> web.StreamResponse:
+    async def _tunnel(self, request: web.Request, grant: Grant) -> web.StreamResponse:
         assert self._upstreams is not None
         async with self._upstreams.use() as via:
-            return await self._tunnel_via(via, request)
+            return await self._tunnel_via(via, request, grant)
 
-    async def _tunnel_via(self, via: Upstream, request: web.Request) -> web.StreamResponse:
+    async def _tunnel_via(
+        self, via: Upstream, request: web.Request, grant: Grant
+    ) -> web.StreamResponse:
         """Relay a WebSocket upgrade (how the Python client and recent kubectl
         exec, attach and port-forward) frame by frame, with our credentials."""
         if request.headers.get("Upgrade", "").lower() != "websocket":
@@ -590,19 +693,7 @@ class ApiProxy:
             protocols=[upstream.protocol] if upstream.protocol else (), max_msg_size=0
         )
         await downstream.prepare(request)
-
-        async def relay(source: Any, sink: Any) -> None:
-            async for message in source:
-                if message.type == aiohttp.WSMsgType.BINARY:
-                    await sink.send_bytes(message.data)
-                elif message.type == aiohttp.WSMsgType.TEXT:
-                    await sink.send_str(message.data)
-                else:
-                    break
-            await sink.close()
-
         async with upstream:
-            await asyncio.gather(
-                relay(upstream, downstream), relay(downstream, upstream), return_exceptions=True
-            )
+            await until_revoked(grant, relay_tunnel(upstream, downstream))
+            await downstream.close()  # no-op unless the run ended first
         return downstream

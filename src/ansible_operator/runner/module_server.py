@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from ansible_operator.runner import acceleration, bytecode, cgroups
+from ansible_operator.runner import acceleration, bytecode, cgroups, priority
 from ansible_operator.runner.acceleration import require
 from ansible_operator.runner.bytecode import CompiledSources, collection_roots
 from ansible_operator.runner.forkserver import die_with_parent, listen, serve_forks
@@ -200,8 +200,11 @@ def _serve_session(conn: socket.socket, request: dict[str, object]) -> NoReturn:
     closes its connection, or dies."""
     global _session_groups
     environment = request.get("env")
-    groups = str(environment.get(cgroups.CGROUP_ENV, "")) if isinstance(environment, dict) else ""
+    if not isinstance(environment, dict):
+        environment = {}
+    groups = str(environment.get(cgroups.CGROUP_ENV, ""))
     cgroups.join(groups)
+    priority.lower_this_process(environment)
     _session_groups = groups
     address = Path(str(request["session"]))
     listener = listen(address)
@@ -217,15 +220,17 @@ def _end_session(conn: socket.socket, address: Path) -> None:
     os._exit(0)
 
 
-def open_session(server: Path, address: Path, groups: str) -> socket.socket | None:
-    """From a run, in its cgroups (`groups`, as in CGROUP_ENV): ask the module
-    interpreter at `server` for a session of the run's own at `address`.
+def open_session(server: Path, address: Path, groups: str, nice: int = 0) -> socket.socket | None:
+    """From a run, in its cgroups (`groups`, as in CGROUP_ENV) and at its priority
+    (`nice`): ask the module interpreter at `server` for a session of the run's own
+    at `address`.
     Does not wait for it: until it listens, the run's modules go to `server`
     as before. Closing the socket returned (or the run's end) ends the session."""
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(str(server))
-        send_request(conn, {"session": str(address), "env": {cgroups.CGROUP_ENV: groups}})
+        environment = {cgroups.CGROUP_ENV: groups, priority.NICE_ENV: str(nice)}
+        send_request(conn, {"session": str(address), "env": environment})
     except OSError:
         conn.close()
         return None

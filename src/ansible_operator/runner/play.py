@@ -23,7 +23,7 @@ from typing import Any
 
 from ansible_operator.kube.types import Owner
 from ansible_operator.options import OperatorOptions
-from ansible_operator.runner import rundir
+from ansible_operator.runner import priority, rundir
 from ansible_operator.runner.access import AccessProvider
 from ansible_operator.runner.cgroups import RunGroups
 from ansible_operator.runner.event_plugin import SOCKET_ENV, TOKEN_ENV
@@ -55,6 +55,7 @@ class RunPlan:
     skip_facts: bool
     ansible_args: str = ""
     writes: bool = True  # False: a grant that may only read through the proxy
+    nice: int = priority.RECONCILE  # how far its processes yield the CPU (priority.py)
 
 
 def credentials(kubeconfig: Mapping[str, Any] | None) -> list[str]:
@@ -127,7 +128,7 @@ class AnsiblePlayer:
                 timeout=plan.timeout,
                 keep_artifacts=plan.keep_artifacts,
                 skip_facts=plan.skip_facts,
-                env=self._run_env(channel.token, warm),
+                env=self._run_env(channel.token, warm, plan.nice),
                 max_output=options.max_run_output,
                 memory_limit=options.run_memory_limit,
             )
@@ -146,12 +147,13 @@ class AnsiblePlayer:
                 if rotate is not None:
                     await asyncio.to_thread(rotate, run_dir)
 
-    def _run_env(self, token: str, warm: WarmProcesses | None) -> dict[str, str]:
-        """The event plugin's way back to us, and the Ansible settings of
-        every run (pipelining to the warm interpreter in warm mode)."""
+    def _run_env(self, token: str, warm: WarmProcesses | None, nice: int) -> dict[str, str]:
+        """The event plugin's way back to us, the run's priority, and the Ansible
+        settings of every run (pipelining to the warm interpreter in warm mode)."""
         return {
             SOCKET_ENV: str(self.receiver.socket_path),
             TOKEN_ENV: token,
+            priority.NICE_ENV: str(nice),
             **ansible_environment(
                 roles_path=self.options.ansible_roles_path,
                 collections_path=self.options.ansible_collections_path,

@@ -3,9 +3,10 @@
 The run is an `ansible-runner run` process in its own process group and, where
 the operator may make one, its own cgroup; its end, a timeout or shutdown
 kills every process it started (containment.py), those that left its session
-too. Its events arrive through the event receiver while it runs; a run that
-ends without `playbook_on_stats` is a failure with a reason taken from its
-output, never a silent success. A run that prints more than its output cap is
+too; so does a stop requested for it (stopping.py: its object was deleted).
+Its events arrive through the event receiver while it runs; a run that ends
+without `playbook_on_stats` is a failure with a reason taken from its output,
+never a silent success. A run that prints more than its output cap is
 stopped; one over its memory cap loses the process that went over. What it
 keeps on disk is redacted when it ends (redaction.py).
 """
@@ -28,11 +29,12 @@ from pathlib import Path
 from typing import Literal
 
 from ansible_operator.durations import format_duration
-from ansible_operator.runner import cgroups
+from ansible_operator.runner import cgroups, priority, stopping
 from ansible_operator.runner.containment import Containment
 from ansible_operator.runner.event_plugin import TOKEN_ENV
 from ansible_operator.runner.events import RunSummary
 from ansible_operator.runner.forkserver import die_with_parent
+from ansible_operator.runner.output_errors import located_error
 from ansible_operator.runner.redaction import redact_artifacts
 from ansible_operator.runner.rundir import RunDir
 from ansible_operator.sizes import format_size
@@ -137,9 +139,12 @@ class RunResult:
 
 def _error_lines(stdout: Path, limit: int = 8) -> str:
     try:
-        lines = [line.rstrip() for line in stdout.read_text(errors="replace").splitlines()]
+        text = stdout.read_text(errors="replace")
     except OSError:
         return ""
+    if located := located_error(text):  # a playbook that does not parse, at its file:line
+        return located
+    lines = [line.rstrip() for line in text.splitlines()]
     lines = [line for line in lines if line.strip()]
     errors = [line for line in lines if "ERROR" in line or "error" in line.lower()[:20]]
     chosen = errors[-limit:] if errors else lines[-limit:]
@@ -163,6 +168,7 @@ async def _start_process(spec: RunSpec, env: dict[str, str]) -> StartedRun:
     def in_the_run() -> None:
         die_with_parent()  # an operator killed with SIGKILL ends its runs
         cgroups.join(groups)  # before anything is started
+        priority.lower_this_process(env)
 
     process = await asyncio.create_subprocess_exec(
         *spec.command(),
@@ -228,7 +234,11 @@ async def execute(
 ) -> RunResult:
     """Run and wait. `summary` is fed by the event receiver meanwhile.
     `warm_runner`: the socket of a warm runner to fork the run from;
-    `groups`: where the run's cgroup is made (None: no cgroup)."""
+    `groups`: where the run's cgroup is made (None: no cgroup).
+    Raises RunStopped, having killed the run, when the current stop is requested."""
+    stop = stopping.current()
+    if stop is not None and stop.requested:
+        raise stopping.RunStopped(stop.reason)
     started = time.monotonic()
     box = Containment.create(spec.ident, groups, spec.memory_limit)
     env = dict(os.environ)
@@ -252,11 +262,14 @@ async def execute(
     reason = ""
     return_code: int | None = None
     try:
-        over = asyncio.ensure_future(summary.output_exceeded.wait())
+        ends = {asyncio.ensure_future(summary.output_exceeded.wait())}
+        if stop is not None:
+            ends.add(asyncio.ensure_future(stop.wait()))
         try:
-            await asyncio.wait({exited, over}, timeout=spec.timeout, return_when="FIRST_COMPLETED")
+            await asyncio.wait({exited, *ends}, timeout=spec.timeout, return_when="FIRST_COMPLETED")
         finally:
-            over.cancel()
+            for end in ends:
+                end.cancel()
         if exited.done():
             return_code = exited.result()
             status, reason = _ended(spec, summary, run, return_code)
@@ -269,6 +282,9 @@ async def execute(
                     f"(--max-run-output; last task: {summary.last_task or 'none'}); "
                     "it was stopped"
                 )
+            elif stop is not None and stop.requested:
+                status = "canceled"
+                reason = stop.reason
             else:
                 status = "timeout"
                 reason = (
@@ -286,6 +302,8 @@ async def execute(
     run.close()
     out_of_memory = box.out_of_memory()
     await asyncio.to_thread(_finish, spec, summary, box)
+    if status == "canceled":
+        raise stopping.RunStopped(reason, spec.ident)
     return RunResult(
         status=status,
         summary=summary,

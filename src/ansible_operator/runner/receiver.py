@@ -20,6 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from ansible_operator.http_limits import GuardedAppRunner
+from ansible_operator.http_malformed import StrictAppRunner
 
 log = logging.getLogger("ansible_operator.runner")
 
@@ -64,7 +65,7 @@ class EventReceiver:
         app.router.add_post("/events", self._events)
         app.router.add_post("/status", self._status)
         app.router.add_post("/metrics", self._metrics)
-        self._runner = GuardedAppRunner(app, "events")
+        self._runner = StrictAppRunner(app, "events")
         await self._runner.setup()
         site = web.UnixSite(self._runner, str(self.socket_path))
         await site.start()

@@ -181,6 +181,7 @@ class AnsibleRunner:
             keep_artifacts=max(kept_artifacts(request), 1),
             skip_facts=options.skip_facts,
             ansible_args=ansible_args,
+            nice=options.reconcile_run_nice,
         )
 
     async def run(self, request: RunRequest) -> RunResult:

@@ -62,6 +62,7 @@ from ansible_operator.runner import (
     payload_cache,
     plugin_preload,
     prebuild,
+    priority,
     proctree,
     runner_patches,
     template_cache,
@@ -211,6 +212,7 @@ def _runner(conn: socket.socket) -> None:
         request = _read_request(conn)
         # Into the run's cgroup before anything is started: all it starts stays there.
         cgroups.join(str(request["env"].get(cgroups.CGROUP_ENV, "")))
+        priority.lower_this_process(request["env"])
         conn.sendall(f"pid {os.getpid()}\n".encode())
         signal.signal(signal.SIGTERM, lambda _signum, _frame: run.kill())
         null = os.open(os.devnull, os.O_RDWR)
@@ -262,7 +264,9 @@ def _open_module_session() -> socket.socket | None:
         return None
     address = _module_socket.parent / f"modules-{os.getpid()}.sock"
     groups = os.environ.get(cgroups.CGROUP_ENV, "")
-    session = module_server.open_session(_module_socket, address, groups)
+    session = module_server.open_session(
+        _module_socket, address, groups, priority.run_nice(os.environ)
+    )
     if session is not None:
         os.environ[module_server.SESSION_ENV] = str(address)
     return session

@@ -1,13 +1,15 @@
 """Where one object's runs keep what they need and what they leave.
 
+    <root>/                                     (0700 when we make it)
     <root>/<group>/<version>/<Kind>/<namespace>/<name>/artifacts/<ident>/...
-        (0700, kept and rotated to maxRunnerArtifacts, redacted after the run:
-        a person can open it and read what happened)
+        (every level 0700; kept and rotated to maxRunnerArtifacts, redacted
+        after the run: a person can open it and read what happened)
     <root>/.private/<128 random bits>/          (one run's private data dir, 0700)
         env/extravars  env/envvars  env/cmdline   (0600)
         kubeconfig                                  (0600: the run's credential)
         inventory/hosts  (or a copy of ANSIBLE_INVENTORY)
         project/
+    <root>/.operator.lock                       (held by each live operator using <root>)
 
 A run's inputs (its credential among them) live in a directory of its own
 whose name cannot be guessed from the object's, inside a directory its owner
@@ -15,12 +17,18 @@ may not list (0300), and go with the run: another run cannot find them by
 the object's name. (A process of the operator's user may still read another
 live run's environment in /proc; runs that must not trust each other need
 operators of their own.)
+
+An operator killed mid-run (SIGKILL, OOM, node loss) cannot remove its runs'
+inputs: the next operator to `claim` the directory does, unless another live
+operator shares it (their runs may be in flight).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
+import logging
 import os
 import secrets
 import shlex
@@ -29,9 +37,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.private_files import write_private
+from ansible_operator.private_files import make_private_dirs, write_private
+
+log = logging.getLogger("ansible_operator.runner")
 
 PRIVATE = ".private"
+LOCK = ".operator.lock"
+ARTIFACTS = "artifacts"
 DEFAULT_HOSTS = (
     "localhost ansible_connection=local ansible_python_interpreter={{ansible_playbook_python}}\n"
 )
@@ -90,13 +102,12 @@ def prepare(
     """Write the inputs of one run of the object whose directory is `path`,
     in a new private directory under `private` (default: beside `path`).
     Secrets are written 0600 in a 0700 tree."""
-    path.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(path / ARTIFACTS)
     for directory in (path, path.parent):
         with contextlib.suppress(OSError):
             directory.chmod(0o700)
-    (path / "artifacts").mkdir(mode=0o700, exist_ok=True)
     private = private if private is not None else path.parent / PRIVATE
-    private.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(private)
     private.chmod(0o300)  # its owner may enter a run's directory, not list them
     run_dir = RunDir(private / secrets.token_hex(16), path / "artifacts")
     run_dir.path.mkdir(mode=0o700)
@@ -135,6 +146,91 @@ def _write_inventory(run_dir: RunDir, inventory: Path | None, interpreter: Path 
     else:
         run_dir.inventory.mkdir(mode=0o700)
         shutil.copy(inventory, run_dir.inventory / inventory.name)
+
+
+@dataclass
+class RunnerDirClaim:
+    """This process's use of a runner directory: a shared lock, held until released."""
+
+    root: Path
+    lock: int | None  # the lock file's descriptor (None: the file system has no locks)
+    removed: int = 0  # private run directories of earlier operators removed
+
+    def release(self) -> None:
+        if self.lock is not None:
+            os.close(self.lock)
+            self.lock = None
+
+
+def claim(root: Path) -> RunnerDirClaim:
+    """Take `root` for this process's runs: make it (0700) if missing and, when
+    no other live operator uses it, remove what runs of earlier ones left
+    there (their private directories: kubeconfigs, extra vars, inputs) and
+    make the directories above the artifacts 0700. Artifacts stay, as
+    retention keeps them. Every operator holds a shared lock on <root>/LOCK
+    for its life (the kernel drops it when the process dies, SIGKILL too);
+    the sweep needs it exclusive, so it never takes a live operator's inputs."""
+    make_private_dirs(root)
+    fd = os.open(root / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        log.warning(
+            "runner directory shared with another live operator: what earlier runs left "
+            "there is not removed runner_dir=%s",
+            root,
+        )
+        fcntl.flock(fd, fcntl.LOCK_SH)  # waits while another one sweeps
+        return RunnerDirClaim(root, fd)
+    except OSError as error:
+        os.close(fd)
+        log.warning(
+            "runner directory cannot be locked, so what earlier runs left there is not "
+            "removed runner_dir=%s error=%s",
+            root,
+            error,
+        )
+        return RunnerDirClaim(root, None)
+    try:
+        removed = sweep(root)
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    if removed:
+        log.warning(
+            "removed the private directories of runs an earlier operator did not finish "
+            "runner_dir=%s runs=%d",
+            root,
+            removed,
+        )
+    return RunnerDirClaim(root, fd, removed)
+
+
+def sweep(root: Path) -> int:
+    """Remove every private directory of runs under `root` (no run may be in
+    flight there) and make every directory above the artifacts 0700 (an older
+    operator made some 0755). Returns how many runs' directories went."""
+    removed = 0
+    for folder, directories, _files in os.walk(root):
+        here = Path(folder)
+        if PRIVATE in directories:
+            removed += _remove_private(here / PRIVATE)
+        # Artifacts are kept (retention rotates them) and were made private when redacted.
+        directories[:] = [d for d in directories if d not in (PRIVATE, ARTIFACTS)]
+        for name in directories:
+            with contextlib.suppress(OSError):
+                (here / name).chmod(0o700)
+    return removed
+
+
+def _remove_private(private: Path) -> int:
+    with contextlib.suppress(OSError):
+        private.chmod(0o700)  # 0300 may not be listed, nor emptied
+    try:
+        runs = sum(1 for entry in private.iterdir() if entry.is_dir())
+    except OSError:
+        runs = 0
+    shutil.rmtree(private, ignore_errors=True)
+    return runs
 
 
 def remove_secrets(run_dir: RunDir) -> None:

@@ -10,6 +10,17 @@ configurations as manifests turns this off (`--webhook-manage-configurations=fal
 Where the API server calls: a Service in the cluster (`clientConfig.service`), or a URL
 (`ansible-operator run` outside a cluster: the loopback address the local API server
 reaches; such configurations go when the operator stops, since nothing answers there then).
+
+Stale configurations (`remove_stale_configurations`): an operator started once with another
+id (`--leader-election-id`, `--webhook-configuration-name`) and killed left configurations of
+that name, with that CA's bundle and those webhooks, still pointing at the same Service. The
+API server keeps calling them, they fail (a CA this process does not serve from, paths it
+does not serve) and, with `failurePolicy: Fail`, refuse the kind. The rule: at start, a
+configuration of another name that we made (our managed-by label) and whose every webhook
+calls our own endpoint (the same Service, or the same URL scheme, host and port) is
+deleted. Only this operator's Pods answer there, and they answer only for the configuration
+of their own name, so it cannot be anyone else's live configuration; one that also calls
+elsewhere, or that we did not make, is left alone with a warning.
 """
 
 from __future__ import annotations
@@ -19,6 +30,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.kube.types import Resource
@@ -56,11 +68,35 @@ class Endpoint:
             config["caBundle"] = base64.b64encode(ca_bundle).decode()
         return config
 
+    def called_by(self, client_config: Any) -> bool:
+        """Whether a webhook's `clientConfig` calls this endpoint (any path, any port of
+        the Service: the Service's Pods are the same)."""
+        if not isinstance(client_config, dict):
+            return False
+        if self.service is not None:
+            namespace, name, _port = self.service
+            service = client_config.get("service")
+            return (
+                isinstance(service, dict)
+                and service.get("namespace") == namespace
+                and service.get("name") == name
+            )
+        url = client_config.get("url")
+        return isinstance(url, str) and _origin(url) == _origin(self.url or "")
+
     def describe(self) -> str:
         if self.service is not None:
             namespace, name, port = self.service
             return f"service {namespace}/{name}:{port}"
         return f"url {self.url}"
+
+
+def _origin(url: str) -> tuple[str, str, int | None] | None:
+    try:
+        parts = urlsplit(url)
+        return parts.scheme, (parts.hostname or "").lower(), parts.port
+    except ValueError:
+        return None
 
 
 def webhook_entry(webhook: Webhook, endpoint: Endpoint, ca_bundle: bytes | None) -> dict[str, Any]:
@@ -214,3 +250,76 @@ async def remove_configuration(api: ApiClient, resource: Resource, name: str) ->
             )
         return
     log.info("webhook configuration deleted kind=%s name=%s", resource.kind, name)
+
+
+def stale(item: dict[str, Any], name: str, endpoint: Endpoint) -> bool | None:
+    """True: a configuration of ours of another name whose every webhook calls `endpoint`
+    (see the module); None: ours, of another name, calling `endpoint` and elsewhere."""
+    metadata = item.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    if (
+        metadata.get("name") == name
+        or labels.get("app.kubernetes.io/managed-by")
+        != (MANAGED_BY["app.kubernetes.io/managed-by"])
+    ):
+        return False
+    entries = [entry for entry in item.get("webhooks") or [] if isinstance(entry, dict)]
+    ours = [endpoint.called_by(entry.get("clientConfig")) for entry in entries]
+    if not ours or not any(ours):
+        return False
+    return True if all(ours) else None
+
+
+async def remove_stale_configurations(api: ApiClient, name: str, endpoint: Endpoint) -> None:
+    """Delete what an operator of another id left calling our endpoint (see the module)."""
+    for resource in (MUTATING, VALIDATING):
+        try:
+            found = await api.list(
+                resource,
+                label_selector="app.kubernetes.io/managed-by="
+                + MANAGED_BY["app.kubernetes.io/managed-by"],
+            )
+        except ApiError as error:
+            log.warning(
+                "stale webhook configurations not looked for kind=%s: %s (the operator needs "
+                "list on %s.%s)",
+                resource.kind,
+                error,
+                resource.plural,
+                GROUP,
+            )
+            continue
+        for item in found.get("items") or []:
+            verdict = stale(item, name, endpoint)
+            other = (item.get("metadata") or {}).get("name", "")
+            if verdict is None:
+                log.warning(
+                    "webhook configuration of another id also calls this operator, left "
+                    "alone kind=%s name=%s endpoint=%s",
+                    resource.kind,
+                    other,
+                    endpoint.describe(),
+                )
+            elif verdict:
+                await _remove_stale(api, resource, other, endpoint)
+
+
+async def _remove_stale(api: ApiClient, resource: Resource, name: str, endpoint: Endpoint) -> None:
+    try:
+        await api.delete(resource, name)
+    except ApiError as error:
+        if error.status != 404:
+            log.warning(
+                "stale webhook configuration not deleted kind=%s name=%s: %s",
+                resource.kind,
+                name,
+                error,
+            )
+        return
+    log.warning(
+        "stale webhook configuration deleted kind=%s name=%s endpoint=%s (left by an operator "
+        "of another id; it called this operator's endpoint)",
+        resource.kind,
+        name,
+        endpoint.describe(),
+    )

@@ -87,8 +87,8 @@ def parse_review(body: bytes) -> AdmissionRequest:
     uid = request.get("uid")
     if not isinstance(uid, str) or not uid:
         raise ReviewError("request.uid is missing")
-    fields = {"object": request.get("object"), "oldObject": request.get("oldObject")}
-    fields.update(userInfo=request.get("userInfo"), options=request.get("options"))
+    names = ("kind", "resource", "object", "oldObject", "userInfo", "options")
+    fields = {name: request.get(name) for name in names}
     refused = tuple(
         refusal
         for name, value in fields.items()

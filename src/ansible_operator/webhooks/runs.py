@@ -9,7 +9,8 @@ request is no dry run.
 
 The run has the webhook's `timeoutSeconds`, less a margin, to answer (waiting for a free run
 slot included): past it, the request is decided by the failure policy at once, and the run is
-killed in the background.
+killed in the background. Run slots are shared fairly between the clients that ask
+(admission_limits.py): a client with a full wait gets SlotsBusy, before anything starts.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 from ansible_operator.durations import format_duration
 from ansible_operator.kube.types import Owner
 from ansible_operator.options import OperatorOptions
-from ansible_operator.runner import rundir
+from ansible_operator.runner import priority, rundir
 from ansible_operator.runner.access import AccessProvider
 from ansible_operator.runner.cgroups import RunGroups
 from ansible_operator.runner.events import RunSummary
@@ -34,6 +35,7 @@ from ansible_operator.runner.process import RunSpec
 from ansible_operator.runner.receiver import EventReceiver
 from ansible_operator.runner.warm import WarmProcesses
 from ansible_operator.webhook_entries import Webhook
+from ansible_operator.webhooks.admission_limits import FairSlots, Ticket
 from ansible_operator.webhooks.answer import Answer, RunOutcome, answer_from_event
 from ansible_operator.webhooks.review import AdmissionRequest, admission_vars
 
@@ -74,7 +76,7 @@ class AdmissionRunner:
         receiver: EventReceiver,  # the webhooks' own, as is the proxy (`access`)
         access: AccessProvider,
         runner_root: Path,
-        slots: asyncio.Semaphore,  # concurrent admission runs
+        slots: FairSlots,  # concurrent admission runs, shared fairly between clients
         warm: Callable[[], WarmProcesses | None],  # the warm processes, once started
         run_groups: Callable[[], RunGroups | None],
     ) -> None:
@@ -92,11 +94,19 @@ class AdmissionRunner:
         self._in_flight: set[str] = set()  # idents whose artifacts must stay
         self._background: set[asyncio.Future[Any]] = set()
 
-    async def run(self, webhook: Webhook, request: AdmissionRequest) -> RunOutcome:
+    async def run(self, webhook: Webhook, request: AdmissionRequest, peer: str) -> RunOutcome:
+        """The outcome of a run for `request` from the client at `peer`; SlotsBusy (nothing
+        started) when that client, or every client, already waits for as many runs as
+        may wait."""
         budget = answer_budget(webhook)
         summary = RunSummary()
         spec_made: list[RunSpec] = []  # the run's spec, once made: its ident names the run
-        task = asyncio.ensure_future(self._run(webhook, request, summary, budget, spec_made))
+        ticket = self.slots.reserve(peer)
+        task = asyncio.ensure_future(
+            self._run(webhook, request, summary, budget, spec_made, ticket)
+        )
+        # The slot is held until the run is over, killed in the background included.
+        task.add_done_callback(lambda _: ticket.close())
         try:
             done, _ = await asyncio.wait({task}, timeout=budget)
         except asyncio.CancelledError:  # nobody waits for the answer any more
@@ -139,6 +149,7 @@ class AdmissionRunner:
         summary: RunSummary,
         budget: float,
         spec_made: list[RunSpec],
+        ticket: Ticket,
     ) -> RunOutcome:
         options = self.options
         answers: list[Answer] = []
@@ -162,11 +173,12 @@ class AdmissionRunner:
             skip_facts=True,  # a role's facts about this host cost a second, every request
             ansible_args=options.ansible_args,
             writes=webhook.may_write(request.dry_run),
+            nice=priority.ADMISSION,  # answered within seconds: before reconciles
         )
         result = await self.player.play(
             plan,
             summary,
-            hold=lambda spec: self._holding(spec, spec_made),
+            hold=lambda spec: self._holding(spec, spec_made, ticket),
             on_event=on_event,
             rotate=lambda run_dir: self._rotate(run_dir, webhook.max_runner_artifacts),
         )
@@ -175,12 +187,14 @@ class AdmissionRunner:
         return RunOutcome(answer, failure, result.duration, result.ident)
 
     @contextlib.asynccontextmanager
-    async def _holding(self, spec: RunSpec, spec_made: list[RunSpec]) -> AsyncIterator[None]:
+    async def _holding(
+        self, spec: RunSpec, spec_made: list[RunSpec], ticket: Ticket
+    ) -> AsyncIterator[None]:
         """A webhook run slot; the run's artifacts stay while it waits and runs."""
         spec_made.append(spec)
         self._in_flight.add(spec.ident)
         try:
-            async with self.slots:
+            async with ticket:
                 yield
         finally:
             self._in_flight.discard(spec.ident)

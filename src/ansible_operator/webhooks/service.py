@@ -34,6 +34,7 @@ from ansible_operator.runner.receiver import EventReceiver
 from ansible_operator.runner.warm import WarmProcesses
 from ansible_operator.webhook_entries import Webhook
 from ansible_operator.webhooks import configurations, tls
+from ansible_operator.webhooks.admission_limits import FairSlots, SlotsBusy
 from ansible_operator.webhooks.answer import RunOutcome, decide
 from ansible_operator.webhooks.configurations import Endpoint
 from ansible_operator.webhooks.review import AdmissionRequest, review_answer
@@ -167,6 +168,8 @@ class WebhookService:
             serving = await tls.operator_made(
                 api, where.ca_secret, where.names, self.scratch / "webhook-tls", lifetimes
             )
+        if self.options.webhook_client_ca is not None:
+            tls.require_client_certificates(serving.context, self.options.webhook_client_ca)
         self._receiver = EventReceiver(
             self.scratch / "webhook-events.sock", on_metric=self.metrics.user_metric
         )
@@ -185,7 +188,7 @@ class WebhookService:
             receiver=self._receiver,
             access=self._proxy,
             runner_root=self.runner_root,
-            slots=asyncio.Semaphore(cap),
+            slots=FairSlots(cap),
             warm=self.warm,
             run_groups=self.run_groups,
         )
@@ -208,6 +211,9 @@ class WebhookService:
                 self.options.webhook_cert_dir,
             )
         self._remove_on_stop = where.endpoint is None
+        await configurations.remove_stale_configurations(
+            api, configuration_name(self.options), self.endpoint
+        )
         await configurations.sync_configurations(
             api, configuration_name(self.options), self.webhooks, self.endpoint, serving.ca_bundle
         )
@@ -266,10 +272,28 @@ class WebhookService:
         if self._receiver is not None:
             await self._receiver.stop()
 
-    async def _admit(self, webhook: Webhook, request: AdmissionRequest) -> dict[str, object]:
+    async def _admit(
+        self, webhook: Webhook, request: AdmissionRequest, peer: str
+    ) -> dict[str, object]:
+        """The AdmissionReview answering `request` from the client at `peer`; SlotsBusy
+        when that client may not wait for a run now (answered 429)."""
         assert self._runner is not None
         try:
-            outcome = await self._runner.run(webhook, request)
+            if request.refused:
+                # Its data may not reach Ansible: decide() denies it, naming why; no run.
+                outcome = RunOutcome(None)
+            else:
+                outcome = await self._runner.run(webhook, request, peer)
+        except SlotsBusy:
+            raise
+        except RecursionError:  # the client's data, not our fault: no traceback
+            log.warning(
+                "admission request nests too deep to run webhook=%s %s peer=%s",
+                webhook.name,
+                request.describe(),
+                peer,
+            )
+            outcome = RunOutcome(None, "the request nests too deep for Ansible")
         except Exception as error:  # the run could not even start: the policy decides
             log.exception(
                 "admission run did not start webhook=%s %s", webhook.name, request.describe()

@@ -55,6 +55,19 @@ def server_context(cert: Path, key: Path) -> ssl.SSLContext:
     return context
 
 
+def require_client_certificates(context: ssl.SSLContext, ca_file: Path) -> None:
+    """`--webhook-client-ca`: only clients with a certificate that `ca_file` verifies finish
+    the handshake. The API server presents one to webhooks when its AdmissionConfiguration
+    names a kubeconfig with a client certificate for this Service; nothing else can then
+    post reviews, whoever reaches the port."""
+    try:
+        context.load_verify_locations(cafile=ca_file)
+    except (OSError, ssl.SSLError) as error:
+        raise SystemExit(f"--webhook-client-ca: cannot load {ca_file}: {error}") from None
+    context.verify_mode = ssl.CERT_REQUIRED
+    log.info("webhook clients must present a certificate issued by %s", ca_file)
+
+
 @dataclass(frozen=True)
 class Lifetimes:
     """How long the operator-made certificates live, how early they are renewed, how often
