@@ -5,7 +5,8 @@ of its watches and webhooks with the installed ansible-core (YAML and syntax
 errors, modules and actions that the collections path cannot resolve), and checks
 their templates for the ansible-core 2.18 -> 2.19 changes that break existing
 roles (lint/templating.py); a webhook's, also for names its run does not define
-and for never answering (lint/webhook_roles.py).
+and for never answering (lint/webhook_roles.py); and what their Kubernetes tasks
+do against config/rbac/role.yaml (lint/rbac.py; `--fix-rbac` adds what is missing).
 Prints `file:line: error|warning: message`; exits 1 when something will fail.
 """
 
@@ -21,18 +22,30 @@ import yaml
 
 from ansible_operator.lint import yaml_nodes as y
 from ansible_operator.lint.ansible_load import load_in_child, task_keywords
-from ansible_operator.lint.findings import Finding, error, from_problem
+from ansible_operator.lint.findings import Finding, error, place
 from ansible_operator.lint.jinja_types import Inferred, Scope
 from ansible_operator.lint.project import Targets, role_files, targets_of
+from ansible_operator.lint.rbac import (
+    ROLE_FILE,
+    Unknown,
+    Use,
+    gaps,
+    kinds_of_project,
+    missing_rules,
+    read_rules,
+    uses_in_tasks,
+)
 from ansible_operator.lint.templating import TaskChecker, registered_names, variables_of
+from ansible_operator.lint.watch_targets import load_reading_on
 from ansible_operator.lint.webhook_roles import (
     answer_findings,
     undefined_name_findings,
     webhook_variables,
 )
-from ansible_operator.watches import WatchesError, load_watches_file
+from ansible_operator.rbac_rules import is_role
+from ansible_operator.scaffold.yaml_edit import YamlEditError, append_to_list
 
-__all__ = ["add_check_arguments", "check", "check_project"]
+__all__ = ["add_check_arguments", "check", "check_project", "fix_rbac", "rbac_of_project"]
 
 
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,16 +62,34 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--ansible-roles-path", help="ANSIBLE_ROLES_PATH, as for `run`")
     parser.add_argument("--ansible-collections-path", help="ANSIBLE_COLLECTIONS_PATH, as for `run`")
+    parser.add_argument(
+        "--list-rbac",
+        action="store_true",
+        help="print each Kubernetes resource and verb the roles and playbooks use, "
+        "and the tasks whose kind cannot be known without running them",
+    )
+    parser.add_argument(
+        "--fix-rbac",
+        action="store_true",
+        help=f"add the rules the roles and playbooks need to {ROLE_FILE} (the rest of "
+        "the file is kept as it is)",
+    )
 
 
 def check(args: argparse.Namespace) -> int:
     directory = args.directory.resolve()
-    findings, targets = check_project(
-        directory,
-        watches_file=args.watches_file,
-        roles_path=args.ansible_roles_path,
-        collections_path=args.ansible_collections_path,
-    )
+    options = {
+        "watches_file": args.watches_file,
+        "roles_path": args.ansible_roles_path,
+        "collections_path": args.ansible_collections_path,
+    }
+    if args.list_rbac or args.fix_rbac:
+        uses, unknown = rbac_of_project(directory, **options)
+        if args.list_rbac:
+            _list_rbac(uses, unknown)
+        if args.fix_rbac:
+            fix_rbac(directory, uses)
+    findings, targets = check_project(directory, **options)
     for finding in findings:
         print(finding.format(relative_to=Path.cwd()))
     errors = sum(f.is_error for f in findings)
@@ -70,6 +101,39 @@ def check(args: argparse.Namespace) -> int:
         summary = f"no problems found in {checked}"
     print(f"ansible-operator check: {summary}", file=sys.stderr)
     return 1 if errors else 0
+
+
+def _list_rbac(uses: list[Use], unknown: list[Unknown]) -> None:
+    here = Path.cwd()
+    for use in uses:
+        print(f"{place(use.path, use.line, here)}: {use.shown}: {', '.join(use.verbs)}")
+    for item in unknown:
+        print(f"{place(item.path, item.line, here)}: unknown: {item.module}: {item.why}")
+
+
+def fix_rbac(directory: Path, uses: list[Use]) -> None:
+    """Append the rules `uses` need to the project's role file; say what was added."""
+    path = directory / ROLE_FILE
+    rules = read_rules(path)
+    if rules is None:
+        print(f"{ROLE_FILE}: no ClusterRole or Role to add rules to", file=sys.stderr)
+        return
+    text = path.read_text(encoding="utf-8")
+    added = missing_rules(uses, rules)
+    comment: str | None = "Added by `ansible-operator check --fix-rbac`."
+    for rule in added:
+        try:
+            text = append_to_list(text, rule, key="rules", document=is_role, comment=comment)
+        except YamlEditError as failure:
+            print(f"{ROLE_FILE}: cannot add {rule}: {failure}; nothing written", file=sys.stderr)
+            return
+        comment = None
+    if added:
+        path.write_text(text, encoding="utf-8")
+    print(
+        f"ansible-operator check: {_count(len(added), 'rule')} added to {ROLE_FILE}",
+        file=sys.stderr,
+    )
 
 
 def _count(number: int, noun: str) -> str:
@@ -84,27 +148,19 @@ def check_project(
     collections_path: str | None = None,
 ) -> tuple[list[Finding], Targets]:
     """Every finding in the project, sorted by file and line; and what was checked."""
-    from ansible_operator.runner.warm import ansible_environment
-
     directory = Path(directory).resolve()
     watches_file = Path(watches_file or directory / "watches.yaml")
-    env = {
-        **os.environ,
-        **ansible_environment(
-            roles_path=roles_path, collections_path=collections_path, pipelining=False
-        ),
-    }
-    if (directory / "ansible.cfg").is_file() and "ANSIBLE_CONFIG" not in env:
-        env["ANSIBLE_CONFIG"] = str(directory / "ansible.cfg")
+    env = _environment(directory, roles_path, collections_path)
     try:
-        loaded = load_watches_file(watches_file, env=env, cwd=directory)
+        loaded, missing = load_reading_on(watches_file, env, directory)
     except FileNotFoundError:
         return [error(watches_file, 1, "no such file (pass --watches-file)")], Targets()
-    except WatchesError as failure:
-        return [from_problem(p, str(watches_file)) for p in failure.problems], Targets()
+    if loaded is None:
+        return sorted(missing), Targets()
 
     targets = targets_of(loaded.watches, directory, env, loaded.webhooks)
-    findings = set(load_in_child(targets.roles, targets.playbooks, env, cwd=directory))
+    findings = set(missing)
+    findings.update(load_in_child(targets.roles, targets.playbooks, env, cwd=directory))
     keywords = task_keywords()
     for target, webhooks in targets.of_webhooks.items():
         findings.update(answer_findings(target, webhooks, directory, env))
@@ -121,7 +177,67 @@ def check_project(
         checker = TaskChecker(playbook, keywords, scope)
         checker.playbook(root)
         findings.update(checker.findings)
+    role_file = directory / ROLE_FILE
+    rules = read_rules(role_file) if role_file.is_file() else None
+    if rules is not None:
+        uses, _ = _rbac_uses(directory, targets, keywords)
+        findings.update(gaps(uses, rules, str(ROLE_FILE)))
     return sorted(findings, key=lambda f: (f.path, f.line, f.severity.value, f.message)), targets
+
+
+def rbac_of_project(
+    directory: Path,
+    *,
+    watches_file: Path | None = None,
+    roles_path: str | None = None,
+    collections_path: str | None = None,
+) -> tuple[list[Use], list[Unknown]]:
+    """What the project's roles and playbooks do to the API, as far as it can be known."""
+    directory = Path(directory).resolve()
+    env = _environment(directory, roles_path, collections_path)
+    watches_file = Path(watches_file or directory / "watches.yaml")
+    loaded, _ = load_reading_on(watches_file, env, directory)
+    if loaded is None:
+        return [], []
+    targets = targets_of(loaded.watches, directory, env, loaded.webhooks)
+    return _rbac_uses(directory, targets, task_keywords())
+
+
+def _rbac_uses(
+    directory: Path, targets: Targets, keywords: frozenset[str]
+) -> tuple[list[Use], list[Unknown]]:
+    kinds = kinds_of_project(directory)
+    uses: list[Use] = []
+    unknown: list[Unknown] = []
+    files = [
+        (role, role_files(role, "tasks") + role_files(role, "handlers")) for role in targets.roles
+    ]
+    files += [(playbook.parent, [playbook]) for playbook in targets.playbooks]
+    for home, paths in files:
+        for path in paths:
+            found = uses_in_tasks(
+                path, _compose(path), keywords, kinds, files=[home / "files", directory]
+            )
+            uses += found[0]
+            unknown += found[1]
+    return sorted(set(uses)), sorted(set(unknown))
+
+
+def _environment(
+    directory: Path, roles_path: str | None, collections_path: str | None
+) -> dict[str, str]:
+    """The environment of the project's runs: where roles and collections are found."""
+    from ansible_operator.runner.warm import ansible_environment
+
+    env = {
+        **os.environ,
+        **ansible_environment(
+            roles_path=roles_path, collections_path=collections_path, pipelining=False
+        ),
+    }
+    if (directory / "ansible.cfg").is_file() and "ANSIBLE_CONFIG" not in env:
+        env["ANSIBLE_CONFIG"] = str(directory / "ansible.cfg")
+    return env
 
 
 def _compose(path: Path) -> yaml.Node | None:

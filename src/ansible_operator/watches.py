@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ import yaml
 from ansible_operator.kube.selectors import label_predicate
 from ansible_operator.kube.types import GVK
 from ansible_operator.options import MIN_RECONCILE_PERIOD
+from ansible_operator.role_search import role_candidates, role_not_found
 from ansible_operator.watch_fields import (
     EnvOverride,
     NodeReader,
@@ -184,11 +186,11 @@ FINALIZER_KEYS = ("name", "role", "playbook", "vars")
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 _VAR = re.compile(r"\$(?:\{([^}]*)\}|(\w+))")
-_FQCN = re.compile(r"^[A-Za-z_]\w*\.[A-Za-z_]\w*\.[A-Za-z_]\w*$")
 # What aliases may add to the file, in values and characters: a few
 # shared blocks fit; a "billion laughs" (aliases of aliases, a few lines that
 # expand to gigabytes) is refused at the alias that goes past it.
 ALIAS_EXPANSION_LIMIT = 1_000_000
+FALSE_WORDS = frozenset({"false", "no", "off", "0", "n", "f"})  # Ansible's booleans
 
 log = logging.getLogger("ansible_operator.watches")
 
@@ -322,34 +324,24 @@ class _Loader(NodeReader):
     # -- paths ----------------------------------------------------------------------------
 
     def resolve_role(self, node: yaml.Node, role: str, name: str) -> Path | None:
-        looked: list[Path] = []
-
-        def found(candidate: Path) -> bool:
-            looked.append(candidate)
-            return candidate.is_dir()
-
-        if Path(role).is_absolute():
-            if found(Path(role)):
-                return Path(role).resolve()
-        else:
-            if _FQCN.match(role):
-                namespace, collection, short = role.split(".")
-                for entry in self.collections_paths():
-                    for base in (entry / "ansible_collections", entry):
-                        candidate = base / namespace / collection / "roles" / short
-                        if base == entry and entry.name != "ansible_collections":
-                            continue
-                        if found(candidate):
-                            return candidate.resolve()
-            for entry in self.path_list("ANSIBLE_ROLES_PATH"):
-                for candidate in (entry / role, entry / "roles" / role):
-                    if found(candidate):
-                        return candidate.resolve()
-            for candidate in (self.cwd / "roles" / role, self.cwd / role):
-                if found(candidate):
-                    return candidate.resolve()
-        places = ", ".join(dict.fromkeys(str(p) for p in looked))
-        self.error(node, f"{name!r}: role {role!r} not found; looked in: {places}")
+        collections_paths = self.collections_paths()
+        candidates = role_candidates(
+            role,
+            roles_paths=self.path_list("ANSIBLE_ROLES_PATH"),
+            collections_paths=collections_paths,
+            cwd=self.cwd,
+        )
+        for candidate in candidates:
+            if candidate.path.is_dir():
+                return candidate.path.resolve()
+        problem = role_not_found(
+            role,
+            candidates,
+            collections_paths=collections_paths,
+            project_dirs=[self.cwd, self.path.parent],
+            cwd=self.cwd,
+        )
+        self.error(node, f"{name!r}: {problem}")
         return None
 
     def resolve_playbook(self, node: yaml.Node, playbook: str, name: str) -> Path | None:
@@ -387,6 +379,9 @@ class _Loader(NodeReader):
         return [Path(p).expanduser() for p in raw.split(os.pathsep) if p]
 
     def collections_paths(self) -> list[Path]:
+        return self.configured_collections_paths() + self.python_collections_paths()
+
+    def configured_collections_paths(self) -> list[Path]:
         for variable in ("ANSIBLE_COLLECTIONS_PATH", "ANSIBLE_COLLECTIONS_PATHS"):
             if self.env.get(variable):
                 return self.path_list(variable)
@@ -396,6 +391,14 @@ class _Loader(NodeReader):
         if home:
             defaults.insert(0, Path(home) / ".ansible" / "collections")
         return defaults
+
+    def python_collections_paths(self) -> list[Path]:
+        """The Python paths holding collections, which Ansible searches after
+        the configured ones (our image installs kubernetes.core there); the
+        reference does not look there, so a role of theirs is found only by us."""
+        if self.env.get("ANSIBLE_COLLECTIONS_SCAN_SYS_PATH", "").lower() in FALSE_WORDS:
+            return []
+        return [Path(p) for p in sys.path if p and Path(p, "ansible_collections").is_dir()]
 
     # -- the file ---------------------------------------------------------------------
 

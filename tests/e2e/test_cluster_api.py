@@ -200,7 +200,7 @@ def test_a_failing_step_is_reported_with_its_message_and_stops_the_rest(
         kube_api, INFRA, VERSION, "sampleclusters", kube_namespace, "broken-infra", "Failure"
     )
     message = condition_of(obj, "Failure")["message"]
-    assert message.startswith("failed to reconcile network: "), message
+    assert ") failed: failed to reconcile network: " in message, message  # after file:line
     assert "eu west 1" in message
     assert ready_condition(obj).get("reason") == "NetworkFailed"
     # In order: nothing after the failed step was made.

@@ -230,7 +230,7 @@ def test_a_failed_dependency_apply_is_recorded_and_stops_the_run(
     harbor_cluster(kube_api, kube_namespace, "old", database={"version": "9.6"})
     obj = wait_for_condition(kube_api, GROUP, VERSION, PLURAL, kube_namespace, "old", "Failure")
     failure = condition_of(obj, "Failure")["message"]
-    assert failure.startswith("postgresql/old-database: ")
+    assert ") failed: postgresql/old-database: " in failure  # after the task's file:line
     assert "Unsupported value" in failure and "9.6" in failure
     database_ready = condition_of(obj, "DatabaseReady")
     assert database_ready["status"] == "False"

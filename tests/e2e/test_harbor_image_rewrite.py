@@ -105,6 +105,18 @@ class Harbor:
             self.custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
         for name in self.namespaces:
             self.core.delete_namespace(name)
+        # Gone only once the operator ran their finalizer; until then the webhook still
+        # sees them, and a default one would rewrite the next test's Pods.
+        eventually(
+            lambda: not set(self.configurations) & self.existing(),
+            timeout=60,
+            describe=lambda: str(set(self.configurations) & self.existing()),
+            what="HarborServerConfigurations deleted",
+        )
+
+    def existing(self) -> set[str]:
+        listed = self.custom.list_cluster_custom_object(GROUP, VERSION, PLURAL)["items"]
+        return {item["metadata"]["name"] for item in listed}
 
 
 @pytest.fixture

@@ -81,7 +81,8 @@ def test_a_failing_reconcile_exits_non_zero_with_the_task_message(
         tmp_path=tmp_path,
     )
     assert result.returncode == 1
-    assert "FAILED: disk full" in result.stdout
+    assert 'FAILED: task "Fail when asked to" (' in result.stdout  # its file:line, then
+    assert ") failed: disk full" in result.stdout
     assert "Failure        True" in result.stdout
 
 

@@ -233,11 +233,11 @@ def test_failing_role_under_failure_policy_fail_is_rejected_with_the_reason(
 ) -> None:
     message = refusal(kube_api, kube_namespace, config_map("f", "fail", {}))
     assert "fail.webhooks.test.io" in message
-    assert "the role failed: broken on purpose" in message
+    assert "the role failed: task " in message and ") failed: broken on purpose" in message
     operator.wait_for_log(
         r"admission decided by failurePolicy=Fail webhook=fail.webhooks.test.io "
         rf"kind=ConfigMap namespace={kube_namespace} name=f operation=CREATE allowed=false "
-        r"reason='the role failed: broken on purpose'"
+        r"reason='the role failed: task .* failed: broken on purpose'"
     )
 
 

@@ -81,6 +81,18 @@ def issuer(cluster: NodeCluster, operator: OperatorProcess) -> Iterator[str]:
     )
     yield name
     custom.delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+    # Its finalizer (the proxy-cache cleanup) needs the operator: gone before it stops.
+    wait_for(
+        lambda: (
+            name
+            not in {
+                item["metadata"]["name"]
+                for item in custom.list_cluster_custom_object(GROUP, VERSION, PLURAL)["items"]
+            }
+        ),
+        f"HarborServerConfiguration {name} deleted",
+        details=lambda: operator.logs[-3000:],
+    )
 
 
 @pytest.fixture

@@ -345,13 +345,17 @@ def test_the_repository_samples_check_clean() -> None:
     assert {"memcached", "harborcluster", "capi_samplecluster"} <= {r.name for r in targets.roles}
 
 
-def test_a_generated_project_checks_clean(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_a_generated_project_checks_clean(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     project = tmp_path / "demo-operator"
     assert main(["init", "--domain", "example.com", "--dir", str(project)]) == 0
     for kind, how in (("Memcached", "role"), ("Backup", "playbook")):
         argv = ["create", "api", "--group", "cache", "--version", "v1", "--kind", kind]
         assert main([*argv, f"--generate-{how}", "--dir", str(project)]) == 0
     capsys.readouterr()
+    # from the project, as `run` runs: a role named like one elsewhere is its own
+    monkeypatch.chdir(project)
 
     assert main(["check", str(project)]) == 0
 

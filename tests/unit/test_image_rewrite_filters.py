@@ -158,6 +158,56 @@ def test_a_bad_rule_is_an_error_naming_the_configuration_and_the_rule() -> None:
     assert "HarborServerConfiguration broken: spec.rules[1].registryRegex '('" in str(error.value)
 
 
+def proxy_cached(made: list[dict[str, Any]]) -> dict[str, Any]:
+    """Docker Hub through proxy-cache entry `hub` (project `hub-proxy`), quay.io to `quay`;
+    `made` is the status.proxyCache the operator wrote."""
+    configuration = hsc(
+        rules=[
+            {"registryRegex": "^docker.io$", "proxyCache": "hub"},
+            {"registryRegex": ".*", "project": "everything"},
+        ]
+    )
+    configuration["spec"]["proxyCache"] = [
+        {
+            "name": "hub",
+            "type": "docker-hub",
+            "endpointURL": "https://hub.docker.com",
+            "project": "hub-proxy",
+        }
+    ]
+    configuration["status"] = {"proxyCache": made}
+    return configuration
+
+
+def test_a_rule_naming_a_proxy_cache_moves_images_to_its_project_once_made() -> None:
+    made = [{"name": "hub", "registryId": 3, "project": "hub-proxy", "projectId": 7}]
+    assert plugin.rewrite_image("nginx:1.25", proxy_cached(made)) == (
+        "harbor.example.com/hub-proxy/library/nginx:1.25"
+    )
+
+
+@pytest.mark.parametrize(
+    "made",
+    [
+        [],  # not made yet
+        [{"name": "hub", "registryId": 3, "project": "old-name", "projectId": 7}],  # renamed
+    ],
+)
+def test_a_rule_naming_a_proxy_cache_not_made_is_passed_over(made: list[dict[str, Any]]) -> None:
+    assert plugin.rewrite_image("nginx:1.25", proxy_cached(made)) == (
+        "harbor.example.com/everything/library/nginx:1.25"
+    )
+
+
+def test_a_rule_naming_no_proxy_cache_entry_is_an_error_naming_the_rule() -> None:
+    configuration = hsc(name="h", rules=[{"registryRegex": ".*", "proxyCache": "nope"}])
+    with pytest.raises(AnsibleFilterError) as error:
+        plugin.rewrite_image("nginx", configuration)
+    assert "HarborServerConfiguration h: spec.rules[0].proxyCache 'nope' names no entry" in str(
+        error.value
+    )
+
+
 def test_a_server_url_without_host_is_an_error_naming_the_configuration() -> None:
     with pytest.raises(AnsibleFilterError, match=r"HarborServerConfiguration h: spec.serverURL"):
         plugin.rewrite_image("nginx", hsc(name="h", url="https://"))

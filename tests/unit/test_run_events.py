@@ -38,7 +38,7 @@ def test_a_rescued_failure_is_not_the_run_failure() -> None:
     summary.add(event("runner_on_failed", task="try", task_path="r.yml:3", res={"msg": "rescued"}))
     summary.add(event("runner_on_failed", task="final", task_path="r.yml:9", res={"msg": "real"}))
     summary.add(stats(failures=1, rescued=1))
-    assert summary.failure_message == "real"
+    assert summary.failure_message == 'task "final" (r.yml:9) failed: real'
 
 
 def test_ignored_failures_are_not_collected() -> None:

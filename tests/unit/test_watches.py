@@ -302,7 +302,7 @@ def test_missing_role_lists_where_it_looked(tmp_path: Path) -> None:
     )
     assert "watches.yaml:4: 'role': role 'missing' not found; looked in:" in message
     assert str(roles_path / "missing") in message
-    assert str(roles_path / "roles" / "missing") in message
+    assert str(roles_path / "roles" / "missing") not in message  # shared/roles does not exist
     assert str(tmp_path / "roles" / "missing") in message
 
 

@@ -12,6 +12,10 @@ in the API server's path) and the image reference grammar is unit-tested
   containers and ephemeral containers rewritten by the configuration's `rules`.
 - `image | harbor_rewrite_image(configuration)` -> one image, rewritten or as it was.
 
+A rule sends images to its `project`, or to the proxy-cache project of the `spec.proxyCache`
+entry its `proxyCache` names (`docker.io/library/nginx` -> `<harbor host>/<that project>/
+library/nginx`, which Harbor pulls from the upstream and caches).
+
 The Pod and the Namespace come from the admission request: data, never templates. On
 ansible-core 2.18 the results are wrapped unsafe so that they stay data wherever they go next;
 from 2.19 on, nothing a filter returns is trusted as a template (and wrap_var cannot copy the
@@ -120,7 +124,8 @@ def rewrite_image(image: str, configuration: dict[str, Any]) -> str:
         return image
     rules = (configuration.get("spec") or {}).get("rules") or []
     for index, rule in enumerate(rules):
-        pattern, project = str(rule.get("registryRegex", "")), str(rule.get("project", ""))
+        pattern = str(rule.get("registryRegex", ""))
+        project = rule_project(rule, index, configuration)
         try:
             matched = re.search(pattern, reference.registry) is not None
         except re.error as error:
@@ -131,6 +136,29 @@ def rewrite_image(image: str, configuration: dict[str, Any]) -> str:
         if matched and project.strip("/"):
             return f"{host}/{project.strip('/')}/{reference.path}{reference.suffix}"
     return image
+
+
+def rule_project(rule: dict[str, Any], index: int, configuration: dict[str, Any]) -> str:
+    """The project a rule sends images to: its `project`, or the project of the
+    `spec.proxyCache` entry it names. A proxy-cache project counts only once the status
+    lists it as made in Harbor: until then the rule is passed over (an empty project), so
+    the image is pulled from where it is rather than from a project not there yet."""
+    if "proxyCache" not in rule:
+        return str(rule.get("project", ""))
+    name = str(rule["proxyCache"])
+    spec, status = configuration.get("spec") or {}, configuration.get("status") or {}
+    entry = next((e for e in spec.get("proxyCache") or [] if e.get("name") == name), None)
+    if entry is None:
+        raise AnsibleFilterError(
+            f"HarborServerConfiguration {name_of(configuration)}: spec.rules[{index}].proxyCache "
+            f"{name!r} names no entry of spec.proxyCache"
+        )
+    project = str(entry.get("project") or name)
+    made = any(
+        e.get("name") == name and e.get("project") == project and e.get("projectId")
+        for e in status.get("proxyCache") or []
+    )
+    return project if made else ""
 
 
 def rewrite_pod(pod: dict[str, Any], configuration: dict[str, Any] | None) -> dict[str, Any]:

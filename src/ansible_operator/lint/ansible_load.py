@@ -95,6 +95,9 @@ class _Loader:
         message = _message(failure)
         if "couldn't resolve module/action" in message:
             message += f" Collections are looked up in: {', '.join(self.collections_paths)}."
+        conflict = _CONFLICT.search(message)
+        if conflict:
+            message += _option_at_task_level(conflict["first"], conflict["second"])
         self.findings.setdefault((where, line, message), error(where, line, message))
 
     def load_file(self, path: Path) -> Any:
@@ -167,6 +170,50 @@ class _Loader:
                 if isinstance(data, dict) and isinstance(data.get("collections"), list):
                     return [str(c) for c in data["collections"]]
         return []
+
+
+_CONFLICT = re.compile(r"conflicting action statements: (?P<first>[\w.]+), (?P<second>[\w.]+)")
+
+
+def _option_at_task_level(module: str, key: str) -> str:
+    """ansible-core takes every key of a task that is not a keyword for an action
+    when it loads the task, so a module option written beside the module (e.g.
+    `wait:` under `k8s_info:` instead of inside it) fails the whole file: say so."""
+    if key not in _module_options(module):
+        return ""
+    return (
+        f"; `{key}` is an option of {module} written beside it, not under it: indent it "
+        f"under `{module}:` (ansible-core reads every other key of a task as a module)"
+    )
+
+
+def _module_options(module: str) -> set[str]:
+    """The options (and their aliases) `module` documents; none if it is not found."""
+    from ansible.plugins.loader import fragment_loader, module_loader
+    from ansible.utils.plugin_docs import get_docstring
+
+    # The collections `check` runs with: a role's `collections:` only add to these.
+    for collections in (None, ["kubernetes.core", "operator_sdk.util"]):
+        found = module_loader.find_plugin_with_context(module, collection_list=collections)
+        if found.resolved:
+            break
+    else:
+        return set()
+    try:
+        doc = get_docstring(
+            found.plugin_resolved_path,
+            fragment_loader,
+            collection_name=found.plugin_resolved_collection,
+        )[0]
+    except Exception:  # a module whose documentation does not load: no hint, no failure
+        return set()
+    options = (doc or {}).get("options") or {}
+    return set(options) | {
+        alias
+        for spec in options.values()
+        if isinstance(spec, dict)
+        for alias in spec.get("aliases") or []
+    }
 
 
 def _with_default(collections: list[str]) -> list[str] | None:

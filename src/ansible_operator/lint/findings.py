@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-__all__ = ["Finding", "Severity", "error", "from_problem", "warning"]
+__all__ = ["Finding", "Severity", "error", "from_problem", "place", "warning"]
 
 
 class Severity(Enum):
@@ -24,15 +24,20 @@ class Finding:
     message: str
 
     def format(self, relative_to: Path | None = None) -> str:
-        shown = self.path
-        if relative_to is not None:
-            with contextlib.suppress(ValueError):
-                shown = str(Path(self.path).resolve().relative_to(relative_to.resolve()))
-        return f"{shown}:{self.line}: {self.severity.value}: {self.message}"
+        return f"{place(self.path, self.line, relative_to)}: {self.severity.value}: {self.message}"
 
     @property
     def is_error(self) -> bool:
         return self.severity is Severity.ERROR
+
+
+def place(path: str | Path, line: int, relative_to: Path | None = None) -> str:
+    """`FILE:LINE`, the file relative to `relative_to` when it is under it."""
+    shown = str(path)
+    if relative_to is not None:
+        with contextlib.suppress(ValueError):
+            shown = str(Path(path).resolve().relative_to(relative_to.resolve()))
+    return f"{shown}:{line}"
 
 
 def error(path: str | Path, line: int, message: str) -> Finding:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ansible_operator.runner.event_plugin import OUTPUT_SIZE_FIELD
@@ -19,6 +20,10 @@ REQUEUE_ACTIONS = frozenset({"requeue_after", "operator_sdk.util.requeue_after"}
 # Events that carry a successful result: a task's, or one loop item's.
 REQUEUE_EVENTS = frozenset({"runner_on_ok", "runner_item_on_ok"})
 NO_LOG_MESSAGE = "the output has been hidden due to the fact that 'no_log: true' was specified"
+# Characters of a failure message: the Failure condition holds it whole, and a
+# module may fail with a whole API response in its msg.
+MAX_FAILURE_MESSAGE = 4096
+CUT_MARK = " ... (cut)"
 
 
 @dataclass(frozen=True)
@@ -54,12 +59,50 @@ class Stats:
 @dataclass(frozen=True)
 class FailedTask:
     task: str
-    path: str
+    path: str  # FILE:LINE, as Ansible's task_path gives it; "" if it gives none
     action: str
-    message: str
+    message: str  # the result's msg (or stderr, reason, items' msgs); "" if none
+    unreachable_host: str = ""  # set when the task could not reach its host
 
-    def describe(self) -> str:
-        return f"{self.task} ({self.path}): {self.message}" if self.path else self.message
+    def describe(self, base: Path | None = None) -> str:
+        """`task "NAME" (FILE:LINE) failed: MESSAGE`, with FILE relative to
+        `base` (default: the working directory) when it is under it, so a
+        person can open it; the bare message when Ansible named no file."""
+        if self.path:
+            where = f" ({short_location(self.path, base)})"
+        elif self.message:
+            return self.message
+        else:
+            where = ""
+        what = f"could not reach {self.unreachable_host}" if self.unreachable_host else "failed"
+        return f'task "{self.task or "?"}"{where} {what}' + (
+            f": {self.message}" if self.message else ""
+        )
+
+
+def short_location(location: str, base: Path | None = None) -> str:
+    """`FILE[:LINE[:COLUMN]]` with FILE relative to `base` (default: the
+    working directory) when under it, else as given."""
+    file, suffix = location, ""
+    head, colon, tail = location.rpartition(":")
+    while colon and tail.isdigit():
+        file, suffix = head, f":{tail}{suffix}"
+        head, colon, tail = head.rpartition(":")
+    base = Path.cwd() if base is None else base
+    for root in dict.fromkeys([base, base.resolve()]):
+        try:
+            return f"{Path(file).relative_to(root)}{suffix}"
+        except ValueError:
+            continue
+    return location
+
+
+def bounded(text: str, limit: int = MAX_FAILURE_MESSAGE) -> str:
+    """`text` cut to `limit` characters, saying so. Cut only redacted text: a
+    cut through a secret would leave a part the redactor no longer knows."""
+    if len(text) <= limit:
+        return text
+    return text[: limit - len(CUT_MARK)] + CUT_MARK
 
 
 @dataclass
@@ -95,21 +138,23 @@ class RunSummary:
         elif kind in ("runner_on_failed", "runner_on_unreachable"):
             if data.get("ignore_errors"):
                 return
-            self.failed_tasks.append(failed_task(data))
+            self.failed_tasks.append(failed_task(data, unreachable=kind == "runner_on_unreachable"))
         elif kind in REQUEUE_EVENTS and self.requeue_after is None:
             self.requeue_after = requeue_period(data)
 
     @property
     def failure_message(self) -> str:
-        """The failed tasks' messages. Only the last failure per host ended the
-        run; earlier ones were rescued, so with one host, the last one counts."""
+        """The failed tasks, each with its file:line and message (`describe`),
+        redacted, then bounded. Only the last failure per host ended the run;
+        earlier ones were rescued, so with one host, the last one counts."""
         if not self.failed_tasks:
             return ""
         count = max(1, self.stats.failures + self.stats.unreachable) if self.stats else 1
-        return self.redactor.text("\n".join(task.message for task in self.failed_tasks[-count:]))
+        described = "\n".join(task.describe() for task in self.failed_tasks[-count:])
+        return bounded(self.redactor.text(described))
 
 
-def failed_task(data: Mapping[str, Any]) -> FailedTask:
+def failed_task(data: Mapping[str, Any], *, unreachable: bool = False) -> FailedTask:
     result = data.get("res") or {}
     message = ""
     if isinstance(result, Mapping):
@@ -129,7 +174,8 @@ def failed_task(data: Mapping[str, Any]) -> FailedTask:
         task=str(data.get("task", "")),
         path=str(data.get("task_path", "")),
         action=str(data.get("task_action", "")),
-        message=message or f"task '{data.get('task', '?')}' failed",
+        message=message,
+        unreachable_host=str(data.get("host") or "its host") if unreachable else "",
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from ansible_operator import __version__
+from ansible_operator.rbac_rules import granted, is_cluster_role
 from ansible_operator.scaffold import plural_of, snake_name
 from ansible_operator.scaffold import templates as t
 from ansible_operator.scaffold.yaml_edit import YamlEditError, append_to_list
@@ -345,26 +346,6 @@ def _kustomization_edit(directory: Path, relative: str, template: str, entry: st
 # -- RBAC -------------------------------------------------------------------------------
 
 
-def _is_cluster_role(data: Any) -> bool:
-    return isinstance(data, dict) and data.get("kind") == "ClusterRole"
-
-
-def _granted(rules: list[Any], group: str, resource: str, verb: str) -> bool:
-    """Whether `rules` allow `verb` on `resource` of `group` (RBAC rules add up)."""
-    for rule in rules:
-        if not isinstance(rule, dict):
-            continue
-        groups, resources = rule.get("apiGroups") or [], rule.get("resources") or []
-        verbs = rule.get("verbs") or []
-        if (
-            (group in groups or "*" in groups)
-            and (resource in resources or "*" in resources)
-            and (verb in verbs or "*" in verbs)
-        ):
-            return True
-    return False
-
-
 def _missing_rules(rules: list[Any], wanted: list[dict[str, Any]]) -> list[dict[str, Any]]:
     missing = []
     for rule in wanted:
@@ -372,7 +353,7 @@ def _missing_rules(rules: list[Any], wanted: list[dict[str, Any]]) -> list[dict[
             verb
             for verb in rule["verbs"]
             if not all(
-                _granted(rules, group, resource, verb)
+                granted(rules, group, resource, verb)
                 for group in rule["apiGroups"]
                 for resource in rule["resources"]
             )
@@ -388,7 +369,7 @@ def _rbac_edit(directory: Path, project: str, group: str, plural: str, about: st
     path = directory / ROLE_FILE
     text = path.read_text(encoding="utf-8") if path.exists() else _render(t.ROLE, project=project)
     try:
-        role = next((d for d in yaml.safe_load_all(text) if _is_cluster_role(d)), None)
+        role = next((d for d in yaml.safe_load_all(text) if is_cluster_role(d)), None)
     except yaml.YAMLError as error:
         raise ScaffoldError(f"{path} is not valid YAML: {error}") from None
     if role is None:
@@ -409,7 +390,7 @@ def _rbac_edit(directory: Path, project: str, group: str, plural: str, about: st
     comment: str | None = about
     for rule in missing:
         text = _append(
-            ROLE_FILE, text, rule, key="rules", document=_is_cluster_role, comment=comment
+            ROLE_FILE, text, rule, key="rules", document=is_cluster_role, comment=comment
         )
         comment = None
     return text
