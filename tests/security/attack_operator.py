@@ -14,6 +14,7 @@ from kubernetes import client
 from ansible_operator.cluster import Cluster
 from ansible_operator.runner import proctree
 from ansible_operator.testing.operator import OperatorProcess
+from ansible_operator.testing.reading import events_for
 from ansible_operator.testing.waiting import eventually, get_custom, wait_for_condition
 
 OPERATOR = Path(__file__).resolve().parent / "runtime_attacks"
@@ -48,6 +49,27 @@ def start(
     ).start()
 
 
+def start_logging_everything(
+    cluster: Cluster, scratch: Path, *, mode: str
+) -> tuple[OperatorProcess, Path]:
+    """An operator that logs everything Ansible emits (every event with its
+    result, and Ansible's own output), and the directory of its runs."""
+    runs = scratch / "runs"
+    process = start(
+        cluster,
+        scratch / "operator.log",
+        mode=mode,
+        args=["--ansible-log-events=everything", "--ansible-verbosity=4", f"--runner-dir={runs}"],
+        env={"ANSIBLE_DEBUG_LOGS": "true"},
+    )
+    return process, runs
+
+
+def object_dir(runs: Path, kind: str, namespace: str, name: str) -> Path:
+    """Where the runs of an object keep their artifacts."""
+    return runs / GROUP / VERSION / kind / namespace / name
+
+
 def create(api: client.ApiClient, namespace: str, kind: str, name: str, **spec: Any) -> None:
     body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, "metadata": {"name": name}}
     client.CustomObjectsApi(api).create_namespaced_custom_object(
@@ -73,6 +95,15 @@ def condition(
 
 def get(api: client.ApiClient, namespace: str, kind: str, name: str) -> dict[str, Any] | None:
     return get_custom(api, GROUP, VERSION, PLURALS[kind], namespace, name)
+
+
+def warning_messages(api: client.ApiClient, namespace: str, name: str) -> str:
+    """The messages of the Warning Events about `name`, once there is one."""
+    found = eventually(
+        lambda: [e for e in events_for(api, namespace, name) if e.type == "Warning"],
+        what=f"a Warning Event about {name}",
+    )
+    return "\n".join(e.message or "" for e in found)
 
 
 # ----- processes ----------------------------------------------------------------

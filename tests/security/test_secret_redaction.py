@@ -12,20 +12,18 @@ from pathlib import Path
 
 import pytest
 from attack_operator import (
-    GROUP,
     RUNNER_MODES,
-    VERSION,
     condition,
     create,
     files_under,
-    start,
+    object_dir,
+    start_logging_everything,
+    warning_messages,
 )
 from kubernetes import client
 
 from ansible_operator.cluster import Cluster
 from ansible_operator.testing.operator import OperatorProcess
-from ansible_operator.testing.reading import events_for
-from ansible_operator.testing.waiting import eventually
 
 pytestmark = pytest.mark.cluster
 REDACTED = "<redacted>"
@@ -38,27 +36,14 @@ def operator(
     attack_crds: None,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[OperatorProcess, Path]]:
-    """Everything Ansible emits is logged: every event with its result, and
-    Ansible's own output."""
     scratch = tmp_path_factory.mktemp(f"redaction-{request.param}")
-    runs = scratch / "runs"
-    process = start(
-        kube_cluster,
-        scratch / "operator.log",
-        mode=request.param,
-        args=["--ansible-log-events=everything", "--ansible-verbosity=4", f"--runner-dir={runs}"],
-        env={"ANSIBLE_DEBUG_LOGS": "true"},
-    )
+    process, runs = start_logging_everything(kube_cluster, scratch, mode=request.param)
     yield process, runs
     process.stop()
 
 
 def forms(value: str) -> list[str]:
     return [value, base64.b64encode(value.encode()).decode()]
-
-
-def object_dir(runs: Path, namespace: str, name: str) -> Path:
-    return runs / GROUP / VERSION / "Leak" / namespace / name
 
 
 def assert_artifacts_clean(directory: Path, secrets: list[str]) -> None:
@@ -69,14 +54,6 @@ def assert_artifacts_clean(directory: Path, secrets: list[str]) -> None:
         for secret in secrets:
             assert secret not in text, f"{path} keeps {secret!r}"
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, f"{path} is not private"
-
-
-def warning_messages(api: client.ApiClient, namespace: str, name: str) -> str:
-    found = eventually(
-        lambda: [e for e in events_for(api, namespace, name) if e.type == "Warning"],
-        what=f"a Warning Event about {name}",
-    )
-    return "\n".join(e.message or "" for e in found)
 
 
 def test_a_secret_value_echoed_by_a_module_error_stays_out_of_condition_event_log_and_artifacts(
@@ -100,7 +77,7 @@ def test_a_secret_value_echoed_by_a_module_error_stays_out_of_condition_event_lo
         assert leaked not in failure["message"]
         assert leaked not in events
         assert leaked not in process.logs
-    assert_artifacts_clean(object_dir(runs, kube_namespace, "echo"), forms(token))
+    assert_artifacts_clean(object_dir(runs, "Leak", kube_namespace, "echo"), forms(token))
 
 
 def test_a_secret_definition_echoed_by_a_module_error_stays_out_of_condition_event_and_log(
@@ -119,7 +96,7 @@ def test_a_secret_definition_echoed_by_a_module_error_stays_out_of_condition_eve
         assert leaked not in failure["message"]
         assert leaked not in events
         assert leaked not in process.logs
-    assert_artifacts_clean(object_dir(runs, kube_namespace, "typo"), forms(password))
+    assert_artifacts_clean(object_dir(runs, "Leak", kube_namespace, "typo"), forms(password))
 
 
 def test_a_secret_given_as_a_string_definition_is_logged_redacted(
@@ -137,7 +114,7 @@ def test_a_secret_given_as_a_string_definition_is_logged_redacted(
     )
     for leaked in forms(password):
         assert leaked not in process.logs
-    assert_artifacts_clean(object_dir(runs, kube_namespace, "made"), forms(password))
+    assert_artifacts_clean(object_dir(runs, "Leak", kube_namespace, "made"), forms(password))
 
 
 def test_a_failing_no_log_task_does_not_print_its_value(
@@ -155,7 +132,7 @@ def test_a_failing_no_log_task_does_not_print_its_value(
         assert leaked not in process.logs
         assert leaked not in events
         assert leaked not in failure["message"]
-    directory = object_dir(runs, kube_namespace, "quiet")
+    directory = object_dir(runs, "Leak", kube_namespace, "quiet")
     # The cached fact holds the password: it is kept, redacted and private.
     assert [p for p in files_under(directory) if p.parent.name == "fact_cache"]
     assert_artifacts_clean(directory, forms(password))

@@ -5,7 +5,8 @@ Ansible hides a `no_log` task's result, but not every line it prints about
 it (ansible-core's own "Task failed: ..." line carries the message), and a
 module error may echo its input: a value read from a Secret, put into a
 definition. So redaction goes by value: a value learnt once is replaced
-wherever it appears, in any text, not only in mappings that look like a
+wherever it appears, in any text and in any form output gives it (escaped,
+quoted, encoded: redaction_forms.py), not only in mappings that look like a
 Secret. Values are learnt from:
 
 - Secrets in the run's events: `data` (and its decoded text) and
@@ -31,6 +32,8 @@ from typing import Any
 
 import yaml
 
+from ansible_operator.runner import redaction_forms
+
 REDACTED = "<redacted>"
 SENSITIVE_EVENT = "ansible_operator_sensitive"
 # Shorter values ("true", "1", "ok") are words, not secrets: redacting them
@@ -51,23 +54,22 @@ class Redactor:
     """One run's sensitive values."""
 
     def __init__(self) -> None:
-        self._values: set[str] = set()
-        self._pattern: re.Pattern[str] | None = None
+        self._forms: dict[str, redaction_forms.ValueForms] = {}
+        self._longest_first: list[redaction_forms.ValueForms] | None = None
 
     def __bool__(self) -> bool:
-        return bool(self._values)
+        return bool(self._forms)
 
     def add(self, value: object) -> None:
-        """A sensitive value, with the forms it takes in output: JSON-escaped,
-        base64-encoded, and line by line (a YAML error quotes one line)."""
+        """A sensitive value, whole and line by line (a YAML error quotes one
+        line); redaction finds each in every form output gives it
+        (redaction_forms.py)."""
         if not isinstance(value, str) or len(value.strip()) < MIN_LENGTH:
             return
-        forms = {value, json.dumps(value)[1:-1], base64.b64encode(value.encode()).decode()}
-        forms.update(line.strip() for line in value.splitlines())
-        before = len(self._values)
-        self._values.update(form for form in forms if len(form.strip()) >= MIN_LENGTH)
-        if len(self._values) != before:
-            self._pattern = None
+        for part in {value, *(line.strip() for line in value.splitlines())}:
+            if len(part.strip()) >= MIN_LENGTH and part not in self._forms:
+                self._forms[part] = redaction_forms.forms_of(part)
+                self._longest_first = None
 
     def learn(self, event: Mapping[str, Any]) -> None:
         """Take the sensitive values an event carries (call before using the event)."""
@@ -80,13 +82,16 @@ class Redactor:
 
     # ----- redaction ---------------------------------------------------------
     def text(self, text: str) -> str:
-        if not self._values or not text:
+        if not self._forms or not text:
             return text
-        if self._pattern is None:
-            # Longest first: a value that contains another is replaced whole.
-            ordered = sorted(self._values, key=len, reverse=True)
-            self._pattern = re.compile("|".join(re.escape(value) for value in ordered))
-        return self._pattern.sub(REDACTED, text)
+        if self._longest_first is None:
+            # A value that contains another is replaced whole.
+            self._longest_first = sorted(self._forms.values(), key=lambda f: -f.length)
+        folded = text.casefold()
+        for forms in self._longest_first:
+            if forms.may_occur_in(folded):
+                text = forms.pattern.sub(REDACTED, text)
+        return text
 
     def value(self, value: Any) -> Any:
         """A copy of a result with Secret data and every known value redacted."""
