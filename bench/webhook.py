@@ -22,6 +22,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import re
 import ssl
 import statistics
 import sys
@@ -209,8 +210,21 @@ async def busy_reconciles(api: ApiClient, namespace: str, count: int) -> list[st
     return names
 
 
+async def busy_running(operator: OperatorProcess, names: list[str]) -> None:
+    """Until each Busy object's reconcile has run twice: the load is on."""
+    deadline = time.monotonic() + 180
+    while not all(
+        len(re.findall(rf"run succeeded kind=Busy namespace=\S* name={name} ", operator.logs)) >= 2
+        for name in names
+    ):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the busy reconciles did not run: {operator.logs[-3000:]}")
+        await asyncio.sleep(1)
+
+
 async def measure(
     config: KubeConfig,
+    operator: OperatorProcess,
     nice: int,
     requests: int,
     levels: list[int],
@@ -228,8 +242,7 @@ async def measure(
                 await wait_served(api, namespace, which)
             for running in reconciles:
                 busy = await busy_reconciles(api, namespace, running)
-                if busy:
-                    await asyncio.sleep(5)  # their runs start and fill the CPU
+                await busy_running(operator, busy)
                 try:
                     for concurrency in levels:
                         for which in ("none", "stock", "ansible"):
@@ -299,7 +312,7 @@ def main() -> None:
             (project / "roles" / role / "tasks" / "main.yml").write_text(tasks)
         (project / "watches.yaml").write_text(WATCHES)
         with provide() as cluster:
-            with ApiSync(Path(cluster.kubeconfig)) as sync_api:
+            with ApiSync(str(cluster.kubeconfig)) as sync_api:
                 apply_manifests(
                     sync_api, yaml.safe_dump(schemaless_crd(BUSY_GROUP, "Busy", "busies"))
                 )
@@ -338,7 +351,9 @@ def run_operator(
     ).start()
     try:
         return asyncio.run(
-            measure(load_config(kubeconfig), nice, args.requests, levels, reconciles, scratch)
+            measure(
+                load_config(kubeconfig), operator, nice, args.requests, levels, reconciles, scratch
+            )
         )
     except BaseException:
         print(operator.logs[-3000:], file=sys.stderr)
