@@ -198,6 +198,15 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"which images: {', '.join(IMAGE_RECIPES)} (default: samples and memcached)",
     )
     images.set_defaults(func=cluster_images)
+    from ansible_operator.cluster.load import add_load_arguments, cluster_load
+
+    load = actions.add_parser(
+        "load",
+        help="load images into the node's containerd: from ansible-operator's image store, "
+        "an OCI or docker archive, or built from a Dockerfile (--build DIR)",
+    )
+    add_load_arguments(load)
+    load.set_defaults(func=cluster_load)
     down = actions.add_parser("down", help="stop every process of it")
     down.add_argument("--purge", action="store_true", help="also delete its state directory")
     down.set_defaults(func=cluster_down)
@@ -221,6 +230,16 @@ def build_parser() -> argparse.ArgumentParser:
     from ansible_operator.scaffold.command import add_scaffold_commands
 
     add_scaffold_commands(commands)
+
+    from ansible_operator.scaffold.bundle import add_bundle_arguments, bundle_command
+
+    bundle_parser = commands.add_parser(
+        "bundle",
+        help="write the project's OLM registry+v1 bundle (bundle/, bundle.Dockerfile) "
+        "and check it as OLM reads it",
+    )
+    add_bundle_arguments(bundle_parser)
+    bundle_parser.set_defaults(func=bundle_command)
 
     from ansible_operator.check import add_check_arguments, check
 

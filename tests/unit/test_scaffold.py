@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import configparser
 import fnmatch
 import shutil
 import subprocess
@@ -85,6 +86,7 @@ def test_init_writes_a_project_skeleton(tmp_path: Path, capsys: pytest.CaptureFi
     assert namespace["metadata"]["name"] == "memcached-operator-system"
     [container] = deployment["spec"]["template"]["spec"]["containers"]
     assert container["image"] == "memcached-operator:latest"
+    assert container["imagePullPolicy"] == "IfNotPresent"  # loaded into the node, not pulled
     assert "--leader-elect" in container["args"]
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
@@ -120,6 +122,9 @@ def test_init_writes_a_project_skeleton(tmp_path: Path, capsys: pytest.CaptureFi
     requirements = yaml.safe_load((project / "requirements.yml").read_text())
     assert [c["name"] for c in requirements["collections"]] == ["kubernetes.core"]
     ast.parse((project / "tests/conftest.py").read_text())
+    pytest_ini = configparser.ConfigParser()
+    pytest_ini.read(project / "pytest.ini")
+    assert pytest_ini["pytest"]["asyncio_default_fixture_loop_scope"] == "function"
 
 
 def test_init_refuses_an_existing_project(project: Path, capsys: pytest.CaptureFixture) -> None:
@@ -359,9 +364,27 @@ def test_the_repositorys_dockerfiles_copy_only_what_it_holds(dockerfile: str) ->
 @pytest.mark.parametrize(
     ("target", "commands"),
     [
-        ("run", ["ansible-operator run --watches-file=./watches.yaml"]),
-        ("docker-build", ["TOOL build -t reg.example.com/me/op:v2 ."]),
-        ("image-build", ["TOOL build -t reg.example.com/me/op:v2 ."]),
+        (
+            "run",
+            [
+                # loopback and free ports: a second local operator does not collide
+                "ansible-operator run --watches-file=./watches.yaml "
+                "--health-probe-bind-address=127.0.0.1:0 --metrics-bind-address=127.0.0.1:0 "
+                "--proxy-port=0"
+            ],
+        ),
+        # FROM the base image in ansible-operator's own store: nothing to pull
+        ("docker-build", ["ansible-operator cluster load --build . --no-load IMG"]),
+        ("image-build", ["ansible-operator cluster load --build . --no-load IMG"]),
+        ("image-load", ["ansible-operator cluster load --build . IMG"]),
+        (
+            "dev",
+            [
+                "ansible-operator cluster load --build . IMG",
+                "kubectl -n memcached-operator-system delete pod "
+                "-l app.kubernetes.io/name=memcached-operator --wait=false",
+            ],
+        ),
         ("docker-push", ["TOOL push reg.example.com/me/op:v2"]),
         ("image-push", ["TOOL push reg.example.com/me/op:v2"]),
         ("install", ["kubectl apply -k config/crd"]),
@@ -391,7 +414,7 @@ def test_make_targets_of_a_new_project(project: Path, target: str, commands: lis
     printed = " ".join(done.stdout.replace("\\\n", " ").split())
     tool = next((t for t in ("buildah", "docker", "podman") if shutil.which(t)), "podman")
     for command in commands:
-        assert command.replace("TOOL", tool) in printed
+        assert command.replace("TOOL", tool).replace("IMG", "reg.example.com/me/op:v2") in printed
 
 
 @pytest.mark.skipif(not shutil.which("make"), reason="needs make")

@@ -25,6 +25,13 @@ the steps after the change.
 On top of that each image is keyed by its inputs (recipe, sources, parent's
 key): an image whose key has not changed is not built again. An image goes to
 the node as an OCI archive (`Image.archive`), imported into containerd.
+
+An operator project's own Dockerfile (`ansible-operator cluster load --build`)
+is built in the same store, so its `FROM` our published base name finds the
+base built here and pulls nothing. Its steps are cached (`--layers`): after a
+role edit only the `COPY` steps from roles/ on run again. It goes to the node
+as an `ExportedImage` (uncompressed layers, no gzip to wait for), of which the
+node imports only the blobs it lacks: the new layers, a few kilobytes.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TypeVar
@@ -140,6 +147,71 @@ class Image:
     archive: Path  # an OCI archive of it, for `ctr images import`
 
 
+@dataclass(frozen=True)
+class ExportedImage:
+    """An image copied out of the store (buildah's `dir:` format, layers
+    uncompressed), to be imported into containerd under `name`."""
+
+    name: str  # the full reference containerd and Pods know it by
+    directory: Path
+
+    @property
+    def manifest(self) -> bytes:
+        return (self.directory / "manifest.json").read_bytes()
+
+    @property
+    def digest(self) -> str:
+        return "sha256:" + hashlib.sha256(self.manifest).hexdigest()
+
+    def blobs(self) -> list[dict[str, object]]:
+        """The descriptors of its config and layers."""
+        manifest = json.loads(self.manifest)
+        return [manifest["config"], *manifest["layers"]]
+
+    def blob_path(self, digest: str) -> Path:
+        return self.directory / digest.split(":", 1)[1]
+
+    def discard(self) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def docker_reference(name: str) -> str:
+    """`name` as kubelet and containerd resolve it: `demo:1` is
+    `docker.io/library/demo:1`, a name without tag gets `:latest`."""
+    first, slash, _rest = name.partition("/")
+    if not slash or not ("." in first or ":" in first or first == "localhost"):
+        name = f"docker.io/{name if slash else 'library/' + name}"
+    last = name.rsplit("/", 1)[1]
+    if "@" not in last and ":" not in last:
+        name += ":latest"
+    return name
+
+
+def dockerfile_bases(dockerfile: Path) -> list[tuple[int, str]]:
+    """(line, image) of each FROM that names an image (not an earlier stage),
+    with `${ARG}`s given by the ARG lines before the first FROM."""
+    args: dict[str, str] = {}
+    stages: set[str] = set()
+    bases = []
+    for number, line in enumerate(dockerfile.read_text().splitlines(), 1):
+        words = line.split()
+        if not words:
+            continue
+        instruction = words[0].upper()
+        if instruction == "ARG" and not bases and len(words) > 1:
+            name, _, default = words[1].partition("=")
+            args[name] = default.strip("\"'")
+        elif instruction == "FROM":
+            image = next((w for w in words[1:] if not w.startswith("--")), "")
+            image = re.sub(r"\$\{?(\w+)\}?", lambda m: args.get(m.group(1), ""), image)
+            lowered = [w.lower() for w in words]
+            if "as" in lowered[2:]:
+                stages.add(words[lowered.index("as", 2) + 1])
+            if image and image not in stages and image != "scratch":
+                bases.append((number, image))
+    return bases
+
+
 def _digest(*parts: str | bytes) -> str:
     digest = hashlib.sha256()
     for part in parts:
@@ -147,6 +219,15 @@ def _digest(*parts: str | bytes) -> str:
         digest.update(len(data).to_bytes(8, "big"))
         digest.update(data)
     return digest.hexdigest()[:16]
+
+
+def _files_digest(root: Path, *more: str | bytes) -> str:
+    """What a build context holds: each file's path, mode and bytes."""
+    parts: list[str | bytes] = list(more)
+    for path in source_files(root):
+        mode = path.stat().st_mode & 0o777
+        parts += [str(path.relative_to(root)), str(mode), path.read_bytes()]
+    return _digest(*parts)
 
 
 def _slug(name: str) -> str:
@@ -343,11 +424,7 @@ class ImageBuilder:
         line). Keyed by the project's files; no layer reuse, since a RUN step
         may fetch what they do not show (`ansible-galaxy collection install`)."""
         parent = self.operator(flavour).key
-        parts: list[str | bytes] = []
-        for path in source_files(context):
-            mode = path.stat().st_mode & 0o777
-            parts += [str(path.relative_to(context)), str(mode), path.read_bytes()]
-        key = _digest(RECIPE_VERSION, name, parent, *parts)
+        key = _files_digest(context, RECIPE_VERSION, name, parent)
         if not self._fresh(name, key):
             dockerfile = str(context / "Dockerfile")
             base = flavour.tag(OPERATOR)
@@ -390,6 +467,108 @@ class ImageBuilder:
             built: Image = getattr(self, name)()
             return built
         raise ImageError(f"no image recipe named {name!r}; known: {', '.join(RECIPES)}")
+
+    # ----- any image in the store -------------------------------------------------
+    def published(self) -> dict[str, Callable[[], Image]]:
+        """Our published image names, each with how to build it here."""
+        named: dict[str, Callable[[], Image]] = {
+            flavour.tag(OPERATOR): functools.partial(self.operator, flavour) for flavour in FLAVOURS
+        }
+        named[SAMPLES] = self.samples
+        return named
+
+    def base(self, name: str) -> Image | None:
+        """Our published image `name`, built here if it is not yet; None for
+        any other name."""
+        build = self.published().get(name)
+        if build is None:
+            return None
+        if not (self.source / "Dockerfile").exists():
+            if self._fresh(name, self._stamp(name).get("key", "")):
+                return self.image(name)
+            raise ImageError(
+                f"{name} is not in the local image store ({self.root}) and this "
+                f"installation has no Dockerfile to build it from ({self.source}): run "
+                "'ansible-operator cluster images operator' in a checkout of ansible-operator"
+            )
+        return build()
+
+    def stored(self) -> list[str]:
+        """The names of the images in the store."""
+        listed = subprocess.run(
+            self._buildah_argv("images", "--format", "{{.Name}}:{{.Tag}}"),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return sorted({line for line in listed.stdout.split() if not line.endswith(":<none>")})
+
+    def has(self, name: str) -> bool:
+        inspected = self._buildah_argv("inspect", "--type", "image", name)
+        return subprocess.run(inspected, capture_output=True, check=False).returncode == 0
+
+    def image_id(self, name: str) -> str:
+        inspected = subprocess.run(
+            self._buildah_argv("inspect", "--type", "image", "--format", "{{.FromImageID}}", name),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return inspected.stdout.strip()
+
+    @_exclusive
+    def build_dockerfile(self, name: str, context: Path) -> bool:
+        """Build the Dockerfile in `context` as `name`; False when neither it
+        nor its base changed since the last build. Steps are cached
+        (`--layers`): a change reruns the steps from the first one it touches.
+
+        FROM our published base uses the one in the store, built here when
+        missing (no pull); once there it stays as it is, as a pulled base
+        would: 'cluster images operator' rebuilds it from a changed source."""
+        dockerfile = context / "Dockerfile"
+        if not dockerfile.is_file():
+            raise ImageError(f"{context}: no Dockerfile to build")
+        parents = [self.image_id(base) for base in self._our_bases(dockerfile)]
+        key = _files_digest(context, RECIPE_VERSION, name, *parents)
+        if self._fresh(name, key):
+            return False
+        self._build(name, key, context, "-f", str(dockerfile), host_trust=True)
+        return True
+
+    def _our_bases(self, dockerfile: Path) -> Iterable[str]:
+        """The FROMs of `dockerfile` naming our published images, each in the store."""
+        ours = self.published()
+        for number, image in dockerfile_bases(dockerfile):
+            if image in ours:
+                if not self.has(image):
+                    self.base(image)
+                yield image
+            elif image.startswith(OPERATOR.rsplit("/", 1)[0] + "/"):
+                raise ImageError(
+                    f"{dockerfile}:{number}: FROM {image}, which this ansible-operator "
+                    f"({__version__}) does not build; it builds {', '.join(ours)}: "
+                    "change the FROM line to one of them"
+                )
+
+    @_exclusive
+    def export(self, name: str, reference: str) -> ExportedImage:
+        """Copy `name` out of the store with uncompressed layers (gzip would
+        cost most of the time), for the node to import as `reference`."""
+        directory = self.root / "exports" / _slug(reference)
+        shutil.rmtree(directory, ignore_errors=True)
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        self._buildah(
+            "push",
+            "--quiet",
+            "--disable-compression",
+            "--format",
+            "oci",
+            name,
+            f"dir:{directory}",
+            log=self._log(reference),
+            what=f"exporting {name}",
+        )
+        return ExportedImage(reference, directory)
 
     @_exclusive
     def image(self, name: str) -> Image:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import io
 import json
 import os
 import subprocess
@@ -31,7 +32,7 @@ from kubernetes import client, config
 from ansible_operator import pki
 from ansible_operator.cluster import host
 from ansible_operator.cluster.build import cache_root
-from ansible_operator.cluster.images import Image, ImageBuilder
+from ansible_operator.cluster.images import ExportedImage, Image, ImageBuilder, docker_reference
 from ansible_operator.cluster.local import (
     KUBELET_CLIENT_USER,
     ControlPlaneError,
@@ -111,6 +112,22 @@ def node_unavailable_reason() -> str | None:
             f"{record.state_dir}' stops it)"
         )
     return None
+
+
+def running_node() -> LocalNode:
+    """The node running on this machine (there is at most one), whichever
+    control plane it belongs to."""
+    record = NodeRecord.load()
+    if record is None or not any(record.alive().values()):
+        raise NodeError(
+            "no node runs on this machine to load images into: start one with "
+            "'sudo ansible-operator cluster up --node'"
+        )
+    if os.geteuid() != 0:
+        raise NodeError(
+            f"the node's containerd ({CONTAINERD_SOCKET}) is root's: run this with sudo"
+        )
+    return LocalNode(LocalControlPlane(Path(record.state_dir), None))
 
 
 class LocalNode:
@@ -193,8 +210,11 @@ class LocalNode:
         path.write_text(containerd_config(pause.name))
         return ["containerd", "--config", str(path)]
 
+    def _ctr_argv(self, *args: str) -> list[str]:
+        return ["ctr", "--address", str(CONTAINERD_SOCKET), "--namespace", NAMESPACE, *args]
+
     def ctr(self, *args: str, check: bool = True) -> str:
-        argv = ["ctr", "--address", str(CONTAINERD_SOCKET), "--namespace", NAMESPACE, *args]
+        argv = self._ctr_argv(*args)
         result = subprocess.run(argv, capture_output=True, text=True, check=False)
         if check and result.returncode != 0:
             raise NodeError(f"{' '.join(argv)} failed: {result.stderr.strip()}")
@@ -225,6 +245,83 @@ class LocalNode:
             self.ctr("images", "import", "--base-name", repository, str(image.archive))
             if self.image_digests().get(image.name) != digest:
                 raise NodeError(f"importing {image.archive} did not give the image {image.name}")
+
+    def import_exported(self, image: ExportedImage) -> int:
+        """Import `image`, sending containerd only the blobs it lacks (after a
+        role edit: the new layers). Returns the bytes sent; 0 when it was there."""
+        present = self.image_digests()
+        if present.get(image.name) == image.digest:
+            return 0
+        # The image this name held until now keeps the layers both share (and
+        # their unpacked snapshots) from containerd's garbage collector until
+        # the new one is unpacked on top of them.
+        keep = f"{image.name}-replaced"
+        kept = image.name in present
+        if kept:
+            self.ctr("images", "tag", "--force", image.name, keep)
+        try:
+            have = set(self.ctr("content", "list", "--quiet").split())
+            missing = [blob for blob in image.blobs() if blob["digest"] not in have]
+            self._import_stream(image, missing)
+        finally:
+            if kept:
+                self.ctr("images", "remove", keep, check=False)
+        if self.image_digests().get(image.name) != image.digest:
+            raise NodeError(f"importing {image.directory} did not give the image {image.name}")
+        return sum(int(str(blob["size"])) for blob in missing)
+
+    def _import_stream(self, image: ExportedImage, blobs: list[dict[str, object]]) -> None:
+        """`ctr images import` of an OCI layout holding `blobs`, written
+        straight to its stdin: no archive on disk."""
+        manifest = image.manifest
+        index = {
+            "schemaVersion": 2,
+            "manifests": [
+                {
+                    "mediaType": json.loads(manifest)["mediaType"],
+                    "digest": image.digest,
+                    "size": len(manifest),
+                    "annotations": {"org.opencontainers.image.ref.name": image.name},
+                }
+            ],
+        }
+        argv = self._ctr_argv("images", "import", "--base-name", _repository(image.name), "-")
+        with subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        ) as process:
+            assert process.stdin is not None
+            try:
+                with tarfile.open(fileobj=process.stdin, mode="w|") as tar:
+                    _add_bytes(tar, "oci-layout", b'{"imageLayoutVersion": "1.0.0"}')
+                    _add_bytes(tar, "index.json", json.dumps(index).encode())
+                    _add_bytes(tar, _blob_name(image.digest), manifest)
+                    for blob in blobs:
+                        digest = str(blob["digest"])
+                        tar.add(image.blob_path(digest), arcname=_blob_name(digest))
+            except BrokenPipeError:
+                pass  # ctr stopped reading: its error follows
+            finally:
+                process.stdin.close()
+            error = process.stderr.read().decode() if process.stderr else ""
+        if process.returncode != 0:
+            raise NodeError(f"{' '.join(argv)} failed: {error.strip()}")
+
+    def import_archive(self, archive: Path) -> list[str]:
+        """Import an OCI or docker archive file; returns the image names it gave."""
+        names = archive_names(archive)
+        if not names:
+            raise NodeError(
+                f"{archive}: the archive names no image (an OCI archive needs an "
+                "'org.opencontainers.image.ref.name' with repository and tag, a docker "
+                "archive RepoTags): save it again with its full name"
+            )
+        for repository in sorted({_repository(name) for name in names}):
+            self.ctr("images", "import", "--base-name", repository, str(archive))
+        present = self.image_digests()
+        lost = [name for name in names if name not in present]
+        if lost:
+            raise NodeError(f"importing {archive} did not give the images {', '.join(lost)}")
+        return names
 
     def image_digests(self) -> dict[str, str]:
         """Image name -> manifest digest, as the node's containerd has them."""
@@ -394,6 +491,48 @@ def archive_digest(archive: Path) -> str:
         member = tar.extractfile("index.json")
         assert member is not None
         return json.load(member)["manifests"][0]["digest"]
+
+
+def archive_names(archive: Path) -> list[str]:
+    """The image names an OCI or docker archive carries, as containerd names them."""
+    try:
+        with tarfile.open(archive) as tar:
+            files = set(tar.getnames())
+            if "index.json" in files:
+                index = json.load(tar.extractfile("index.json") or io.BytesIO(b"{}"))
+                annotations = [m.get("annotations") or {} for m in index.get("manifests", [])]
+                names = [
+                    a.get("io.containerd.image.name") or a.get("org.opencontainers.image.ref.name")
+                    for a in annotations
+                ]
+                # A bare tag ("latest") names no repository: containerd could not place it.
+                return [docker_reference(n) for n in names if n and ("/" in n or ":" in n)]
+            if "manifest.json" in files:
+                manifest = json.load(tar.extractfile("manifest.json") or io.BytesIO(b"[]"))
+                return [docker_reference(t) for m in manifest for t in m.get("RepoTags") or []]
+    except (tarfile.TarError, json.JSONDecodeError, OSError) as error:
+        raise NodeError(f"{archive}: not an OCI or docker image archive ({error})") from None
+    raise NodeError(
+        f"{archive}: not an OCI or docker image archive (no index.json, no manifest.json)"
+    )
+
+
+def _repository(name: str) -> str:
+    """`docker.io/library/demo:1` -> `docker.io/library/demo`: what ctr's
+    --base-name wants."""
+    repository = name.split("@", 1)[0]
+    head, _, last = repository.rpartition("/")
+    return f"{head}/{last.split(':', 1)[0]}" if head else last.split(":", 1)[0]
+
+
+def _blob_name(digest: str) -> str:
+    return "blobs/" + digest.replace(":", "/", 1)
+
+
+def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    tar.addfile(info, io.BytesIO(data))
 
 
 def containerd_config(sandbox_image: str) -> str:

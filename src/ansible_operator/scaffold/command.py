@@ -174,6 +174,7 @@ def init_project(directory: Path, *, domain: str, project_name: str | None = Non
     out.write(".dockerignore", t.DOCKERIGNORE)
     out.write("Makefile", _MakeTemplate(t.MAKEFILE).substitute(values))
     out.write("requirements.yml", t.REQUIREMENTS)
+    out.write("pytest.ini", t.PYTEST_INI)
     out.write("tests/conftest.py", t.TESTS_CONFTEST)
     out.write(".gitignore", t.GITIGNORE)
     print(

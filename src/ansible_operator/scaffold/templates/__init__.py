@@ -36,13 +36,16 @@ collections:
 
 DOCKERFILE = """\
 # The operator's image: the ansible-operator runtime plus this project's
-# watches.yaml, roles and playbooks. Build: make docker-build IMG=${project}:latest
+# watches.yaml, roles and playbooks. `make image-build` builds it FROM the base
+# image as ansible-operator builds it on this machine (nothing is pulled).
 FROM ghcr.io/ansible-operator/ansible-operator:${tool_version}
 
 # Collections beyond the base image's (see requirements.yml):
 # COPY --chown=1001:0 requirements.yml ./requirements.yml
 # RUN ansible-galaxy collection install -r requirements.yml
 
+# What changes most comes last: after a role or playbook edit only these
+# layers are built again (and loaded into the node by `make dev`).
 COPY --chown=1001:0 watches.yaml ./watches.yaml
 COPY --chown=1001:0 roles/ ./roles/
 COPY --chown=1001:0 playbooks/ ./playbooks/
@@ -72,6 +75,14 @@ __pycache__/
 .pytest_cache/
 .venv/
 bin/
+"""
+
+PYTEST_INI = """\
+# pytest's settings for this project's tests (`make test`).
+[pytest]
+testpaths = tests
+# pytest-asyncio warns while this is unset.
+asyncio_default_fixture_loop_scope = function
 """
 
 TESTS_CONFTEST = '''\
@@ -190,6 +201,8 @@ spec:
       containers:
         - name: manager
           image: ${project}:latest
+          # The image is loaded into the node (`make image-load`), not pulled.
+          imagePullPolicy: IfNotPresent
           args:
             - --leader-elect
             - --leader-election-id=${project}
@@ -557,17 +570,28 @@ MAKEFILE = """\
 # The targets an Operator SDK project has, done with ansible-operator's tools.
 # `make help` lists them. The cluster is the one in KUBECONFIG.
 
-# The operator's image (docker-build, docker-push, deploy).
+# The operator's image (image-build, image-load, dev, deploy).
 IMG ?= @@{project}:latest
 # The image config/manager/manager.yaml names; `make deploy` puts IMG there.
 MANIFEST_IMG := @@{project}:latest
+# The operator's Deployment, as config/manager/manager.yaml makes it.
+OPERATOR_NAMESPACE ?= @@{project}-system
+OPERATOR_LABEL ?= app.kubernetes.io/name=@@{project}
 
 KUBECTL ?= kubectl
 ANSIBLE_OPERATOR ?= ansible-operator
 PYTHON ?= python3
-# buildah if there is one, else docker, else podman; CONTAINER_TOOL=... picks.
-CONTAINER_TOOL ?= $(shell command -v buildah >/dev/null 2>&1 && echo buildah \\
-    || { command -v docker >/dev/null 2>&1 && echo docker || echo podman; })
+# Who builds the image: by default ansible-operator (buildah in its own image
+# store, where the base image is built: nothing is pulled); CONTAINER_TOOL=docker,
+# podman or buildah builds with that tool, FROM the base image in its registry.
+CONTAINER_TOOL ?=
+PUSH_TOOL ?= $(or $(CONTAINER_TOOL),$(shell command -v buildah >/dev/null 2>&1 && echo buildah \
+    || { command -v docker >/dev/null 2>&1 && echo docker || echo podman; }))
+# `make run` serves health probes and metrics on loopback, and its API proxy,
+# each on a free port, so that two operators run side by side; set one to fix it.
+HEALTH_PROBE_ADDR ?= 127.0.0.1:0
+METRICS_ADDR ?= 127.0.0.1:0
+PROXY_PORT ?= 0
 # `make uninstall ignore-not-found=true` succeeds when nothing is installed.
 ignore-not-found ?= false
 
@@ -582,7 +606,9 @@ help: ## List the targets.
 
 .PHONY: run
 run: ## Run the operator from this directory against the cluster.
-\t$(ANSIBLE_OPERATOR) run --watches-file=./watches.yaml
+\t$(ANSIBLE_OPERATOR) run --watches-file=./watches.yaml \\
+\t\t--health-probe-bind-address=$(HEALTH_PROBE_ADDR) --metrics-bind-address=$(METRICS_ADDR) \\
+\t\t--proxy-port=$(PROXY_PORT)
 
 .PHONY: check
 check: ## Load watches.yaml, roles and playbooks without a cluster; report problems.
@@ -592,18 +618,30 @@ check: ## Load watches.yaml, roles and playbooks without a cluster; report probl
 test: ## Run the tests in tests/ against a real API server.
 \t$(PYTHON) -m pytest tests
 
+.PHONY: dev
+dev: image-load ## After an edit: rebuild (changed layers only), load, restart the operator's Pods.
+\t$(KUBECTL) -n $(OPERATOR_NAMESPACE) delete pod -l $(OPERATOR_LABEL) --wait=false
+
 ##@ Build
 
-.PHONY: docker-build
-docker-build: ## Build the operator's image IMG (buildah, docker or podman).
-\t$(CONTAINER_TOOL) build -t $(IMG) .
-
 .PHONY: image-build
-image-build: docker-build ## Same as docker-build.
+image-build: ## Build the operator's image IMG (see CONTAINER_TOOL).
+ifeq ($(CONTAINER_TOOL),)
+\t$(ANSIBLE_OPERATOR) cluster load --build . --no-load $(IMG)
+else
+\t$(CONTAINER_TOOL) build -t $(IMG) .
+endif
+
+.PHONY: docker-build
+docker-build: image-build ## Same as image-build.
+
+.PHONY: image-load
+image-load: ## Build IMG and load it into the local node ('cluster up --node').
+\t$(ANSIBLE_OPERATOR) cluster load --build . $(IMG)
 
 .PHONY: docker-push
-docker-push: ## Push the image IMG.
-\t$(CONTAINER_TOOL) push $(IMG)
+docker-push: ## Push the image IMG (built with CONTAINER_TOOL).
+\t$(PUSH_TOOL) push $(IMG)
 
 .PHONY: image-push
 image-push: docker-push ## Same as docker-push.
@@ -627,4 +665,25 @@ deploy: ## Deploy the operator (config/default) running the image IMG.
 .PHONY: undeploy
 undeploy: ## Remove everything deploy applied, CRDs included.
 \t$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k config/default
+
+##@ Bundle (OLM)
+
+# The bundle's semantic version and OLM channels (default channel: the first).
+VERSION ?= 0.0.1
+CHANNELS ?= alpha
+DEFAULT_CHANNEL ?=
+BUNDLE_IMG ?= @@{project}-bundle:v$(VERSION)
+
+.PHONY: bundle
+bundle: ## Write the OLM bundle (bundle/, bundle.Dockerfile) for IMG at VERSION, and check it.
+\t$(ANSIBLE_OPERATOR) bundle --version $(VERSION) --channels $(CHANNELS) --image $(IMG) \\
+\t\t$(if $(DEFAULT_CHANNEL),--default-channel $(DEFAULT_CHANNEL))
+
+.PHONY: bundle-build
+bundle-build: ## Build the bundle image BUNDLE_IMG.
+\t$(PUSH_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
+
+.PHONY: bundle-push
+bundle-push: ## Push the bundle image BUNDLE_IMG.
+\t$(PUSH_TOOL) push $(BUNDLE_IMG)
 """
