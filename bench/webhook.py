@@ -70,7 +70,8 @@ BUSY = Resource(BUSY_GROUP, "v1", "Busy", "busies", True)
 # A reconcile that keeps a core busy for about two seconds, then asks to run again at once.
 BUSY_ROLE = """
 - name: keep a core busy
-  command: python3 -c "import time; end = time.time() + 2; exec('while time.time() < end: pass')"
+  command:
+    argv: [python3, -c, "import time\\nend = time.time() + 2\\nwhile time.time() < end: pass"]
   changed_when: false
 - name: run again at once
   operator_sdk.util.requeue_after:

@@ -29,10 +29,12 @@ from ansible_operator.controller.reconcile import ObjectKey
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.kube.config import KubeConfigError
 from ansible_operator.kube.discovery import RestMapper
+from ansible_operator.kube.impersonation import verify_impersonation
 from ansible_operator.kube.types import Resource
 from ansible_operator.metrics import Metrics
 from ansible_operator.options import OperatorOptions, facts_skipped
 from ansible_operator.proxy.server import ApiProxy
+from ansible_operator.run_command import add_impersonation_argument
 from ansible_operator.runner.process import RunResult
 from ansible_operator.runner.receiver import EventReceiver
 from ansible_operator.runner.run import AnsibleRunner, Runner, RunRequest
@@ -78,8 +80,19 @@ def add_reconcile_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("-f", "--filename", type=Path, help="a YAML file with the object")
     parser.add_argument("-n", "--namespace", help="the object's namespace")
-    parser.add_argument("--watches-file", type=Path, default=Path("watches.yaml"))
-    parser.add_argument("--kubeconfig", default=None)
+    parser.add_argument(
+        "--watches-file",
+        type=Path,
+        default=Path("watches.yaml"),
+        help="the watches file naming the object's role or playbook (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        default=None,
+        help="kubeconfig to use (default: KUBECONFIG, ~/.kube/config, in-cluster, "
+        "or the local control plane)",
+    )
+    add_impersonation_argument(parser)
     parser.add_argument(
         "--check", action="store_true", help="Ansible check mode with diffs; nothing is written"
     )
@@ -181,14 +194,20 @@ async def reconcile_once(args: argparse.Namespace) -> int:
         run_timeout=args.timeout,
         check_mode=args.check,
         skip_facts=facts_skipped(os.environ),
+        impersonate=args.impersonate,
     )
     with tempfile.TemporaryDirectory(prefix="ansible-operator-reconcile-") as scratch:
         receiver = EventReceiver(Path(scratch) / "events.sock")
         async with ApiClient(config) as api:
             mapper = RestMapper(api)
+            # The object (`-f`) is applied as you, as `kubectl apply` would; the
+            # reconcile is the operator's, so `--as` takes effect from here on.
             watch, resource, obj = await load_target(
                 args, api, mapper, watches, config.namespace or "default"
             )
+            if args.impersonate:
+                config.impersonate = args.impersonate
+                await verify_impersonation(api)
             proxy = ApiProxy(config, mapper, port=0)
             await proxy.start()
             await receiver.start()

@@ -85,6 +85,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="kubeconfig to use (default: KUBECONFIG, ~/.kube/config or in-cluster)",
     )
+    add_impersonation_argument(parser)
     add_bool(
         parser,
         "--inject-owner-ref",
@@ -261,6 +262,29 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--zap-time-encoding", default="epoch", help="accepted for compatibility")
 
 
+def impersonation(text: str) -> str:
+    from ansible_operator.kube.impersonation import impersonated_user
+
+    try:
+        return impersonated_user(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def add_impersonation_argument(parser: argparse.ArgumentParser) -> None:
+    """`--as`, for `run` and `reconcile` alike."""
+    parser.add_argument(
+        "--as",
+        dest="impersonate",
+        type=impersonation,
+        default=None,
+        metavar="USER",
+        help="act as this identity, e.g. the deployed operator's "
+        "system:serviceaccount:NAMESPACE:NAME, so that a local run meets its RBAC "
+        "(your credentials must be allowed to impersonate it)",
+    )
+
+
 def webhook_place(parse_name: str) -> Callable[[str], str]:
     """An argparse type checking a webhook flag with webhooks.service's parser."""
 
@@ -370,6 +394,7 @@ def options_from(args: argparse.Namespace) -> OperatorOptions:
     return OperatorOptions(
         watches_file=args.watches_file,
         kubeconfig=args.kubeconfig,
+        impersonate=args.impersonate,
         inject_owner_ref=args.inject_owner_ref,
         ansible_verbosity=args.ansible_verbosity,
         ansible_roles_path=args.ansible_roles_path,

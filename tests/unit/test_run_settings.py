@@ -35,15 +35,22 @@ def test_one_pair_of_quotes_around_ansible_args_is_stripped(given: str, passed: 
     assert unquoted(given) == passed
 
 
+IN_A_POD = {"KUBERNETES_SERVICE_HOST": "10.0.0.1"}
+
+
 @pytest.mark.parametrize(
     ("environ", "skipped"),
     [
-        ({}, False),
+        ({}, True),  # a local run, as the deployed manifest (ANSIBLE_GATHERING=explicit)
+        (IN_A_POD, False),  # as the reference: the manifest decides
         ({"ANSIBLE_GATHERING": "explicit"}, True),
+        ({"ANSIBLE_GATHERING": "explicit", **IN_A_POD}, True),
         ({"ANSIBLE_GATHERING": "smart"}, False),
+        ({"ANSIBLE_GATHERING": "implicit"}, False),
+        ({"ANSIBLE_GATHERING": "implicit", **IN_A_POD}, False),
     ],
 )
-def test_facts_are_skipped_only_with_ansible_gathering_explicit(
+def test_facts_are_skipped_with_ansible_gathering_explicit_or_unset_outside_a_pod(
     environ: dict[str, str], skipped: bool
 ) -> None:
     assert facts_skipped(environ) is skipped

@@ -38,6 +38,7 @@ from ansible_operator.kube.cache import InformerCache
 from ansible_operator.kube.client import ApiClient
 from ansible_operator.kube.config import KubeConfig
 from ansible_operator.kube.discovery import RestMapper
+from ansible_operator.kube.impersonation import verify_impersonation
 from ansible_operator.kube.informer import EventListener
 from ansible_operator.kube.types import Resource
 from ansible_operator.metrics import Metrics
@@ -179,6 +180,8 @@ class Manager:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(signum, self.request_stop)
         config = self.connect(self.options.kubeconfig)
+        if self.options.impersonate:
+            config.impersonate = self.options.impersonate
         # mkdtemp creates it 0700: the event socket inside is ours alone.
         scratch = Path(tempfile.mkdtemp(prefix="ansible-operator-"))
         runner_root = self.options.runner_dir or scratch / "runs"
@@ -192,6 +195,8 @@ class Manager:
             async with ApiClient(
                 config, trace_configs=[self.metrics.request_counter("operator")]
             ) as api:
+                if config.impersonate:
+                    await self._say_whom_we_act_as(api)
                 self.api_health = ApiServerHealth(
                     api,
                     ready_grace=self.options.api_server_ready_grace,
@@ -288,6 +293,18 @@ class Manager:
             if runner_dir is not None:
                 runner_dir.release()
             shutil.rmtree(scratch, ignore_errors=True)
+
+    async def _say_whom_we_act_as(self, api: ApiClient) -> None:
+        """`--as`: the API server must take our requests for that identity's,
+        or the operator stops here (ImpersonationError) rather than on every request."""
+        identity = await verify_impersonation(api)
+        if identity is None:
+            log.warning(
+                "acting as user=%s unverified: the API server serves no SelfSubjectReview",
+                api.config.impersonate,
+            )
+        else:
+            log.info("acting as user=%s groups=%s", identity.user, ",".join(identity.groups))
 
     async def _start_webhooks(
         self, api: ApiClient, config: KubeConfig, scratch: Path, runner_root: Path

@@ -133,6 +133,10 @@ class KubeConfig:
     # under an older generation talk to what may be another server.
     files: SourceFiles | None = field(default=None, repr=False, compare=False)
     generation: int = 0
+    # `--as`: the user every request acts as (Impersonate-User), so that a local
+    # run meets the RBAC of the identity it will have when deployed. Not from the
+    # kubeconfig: a reload keeps it.
+    impersonate: str | None = None
     _reloading: asyncio.Lock = field(
         default_factory=asyncio.Lock, init=False, repr=False, compare=False
     )
@@ -168,9 +172,15 @@ class KubeConfig:
             return True
 
     async def auth_headers(self) -> dict[str, str]:
-        """Authorization for the next request, renewed when its source says so."""
+        """Authorization for the next request, renewed when its source says so,
+        and the identity it acts as with `--as`. The API server derives a service
+        account's groups itself, as for its token; sending none asks the local
+        credentials for no more than `impersonate` on that service account."""
         header = await self.credentials.header()
-        return {"Authorization": header} if header else {}
+        headers = {"Authorization": header} if header else {}
+        if self.impersonate:
+            headers["Impersonate-User"] = self.impersonate
+        return headers
 
     async def refresh_credentials(self, rejected: Mapping[str, str]) -> bool:
         """The API server answered 401 to a request sent with `rejected`

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ansible_operator.runner.event_plugin import OUTPUT_SIZE_FIELD
+from ansible_operator.runner.rbac_refusal import rbac_refusal
 from ansible_operator.runner.redaction import SENSITIVE_EVENT, Redactor
 
 # The task actions the Go operator reads a requeue period from.
@@ -170,6 +171,9 @@ def failed_task(data: Mapping[str, Any], *, unreachable: bool = False) -> Failed
                 if isinstance(item, Mapping) and item.get("failed") and item.get("msg")
             ]
             message = "\n".join(item_messages)
+    refusal = rbac_refusal(message)
+    if refusal is not None:  # the API's raw 403 says less than what to change
+        message = refusal.describe()
     return FailedTask(
         task=str(data.get("task", "")),
         path=str(data.get("task_path", "")),
