@@ -143,6 +143,11 @@ def refusals(
         names = {key: to_snake(key) for key in spec if isinstance(key, str)} if snake_case else {}
         found += reserved_vars.top_level_refusals(spec, names, group=group, kind=kind)
     named = {refusal.path for refusal in found}
+    # managedFields is the API server's record of the same fields ("f:<name>" keys, as deep
+    # as the data): what it would refuse, the data itself already does.
+    metadata = obj.get("metadata")
+    if isinstance(metadata, Mapping) and "managedFields" in metadata:
+        obj = {**obj, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}
     found += (
         refusal for refusal in reserved_vars.data_refusals(obj, "") if refusal.path not in named
     )

@@ -150,7 +150,14 @@ def vault_ciphertext(text: str, password: str) -> str:
     return vault.encrypt(text).decode()
 
 
-def test_a_vaulted_value_in_a_spec_is_refused_not_decrypted(
+def nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {"leaf": "x"}
+    for _ in range(depth - 1):
+        value = {"a": value}
+    return value
+
+
+def test_a_vaulted_value_or_a_700_deep_spec_is_refused_not_run(
     kube_cluster: Cluster,
     test_crds: None,
     kube_api: client.ApiClient,
@@ -188,6 +195,16 @@ def test_a_vaulted_value_in_a_spec_is_refused_not_decrypted(
 
         assert config_map(kube_api, kube_namespace, "vaulted-greeting") is None, "the role ran"
         assert VAULTED_TEXT not in operator.logs
+
+        # Deeper than Python's recursion survives: once a traceback per retry, no status.
+        custom.create_namespaced_custom_object(
+            GROUP, VERSION, kube_namespace, "greetings", greeting("deep", nested(700))
+        )
+        refusal_seen(
+            kube_api, GROUP, "greetings", kube_namespace, "deep", "more than 100 levels deep"
+        )
+        assert config_map(kube_api, kube_namespace, "deep-greeting") is None, "the role ran"
+        assert "Traceback" not in operator.logs and "RecursionError" not in operator.logs
     finally:
         operator.stop()
 

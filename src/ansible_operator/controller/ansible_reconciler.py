@@ -73,14 +73,27 @@ class AnsibleReconciler:
         if cached is None:
             self._forget(key)
             return Outcome()
-        obj = copy.deepcopy(cached)
-        metadata = obj["metadata"]
-        deleting = bool(metadata.get("deletionTimestamp"))
+        deleting = bool(cached["metadata"].get("deletionTimestamp"))
         finalizer = self.watch.finalizer
-        self._record_created(obj)
-
-        if deleting and (finalizer is None or not has_finalizer(obj, finalizer.name)):
+        if deleting and (finalizer is None or not has_finalizer(cached, finalizer.name)):
             return Outcome()
+
+        refused = params.refusals(
+            cached,
+            group=self.watch.gvk.group,
+            kind=self.watch.gvk.kind,
+            snake_case=self.watch.snake_case_parameters,
+        )
+        if refused:
+            # Before the copy (data nested too deep breaks copy.deepcopy) and before the
+            # finalizer (a role that never ran has nothing to clean up).
+            await self._fail(
+                cached, f"not run: {reserved_vars.describe(refused)}", reason="RefusedData"
+            )
+            return Outcome(retry=False)
+
+        obj = copy.deepcopy(cached)
+        self._record_created(obj)
 
         try:
             settings = object_settings(obj, most_artifacts=self.watch.max_runner_artifacts)
@@ -92,21 +105,6 @@ class AnsibleReconciler:
             self._warned[key] = settings.warnings
             for warning in settings.warnings:
                 await self._event(obj, "AnnotationAdjusted", warning, warning=True)
-
-        refused = params.refusals(
-            obj,
-            group=self.watch.gvk.group,
-            kind=self.watch.gvk.kind,
-            snake_case=self.watch.snake_case_parameters,
-        )
-        if refused:
-            # Before the finalizer: a role that never ran has nothing to clean up.
-            await self._fail(
-                obj,
-                f"not run: {reserved_vars.describe(refused)}",
-                reason="RefusedData",
-            )
-            return Outcome(retry=False)
 
         if (
             not deleting
