@@ -163,6 +163,7 @@ def test_bundle_files_and_image_labels(bundle: BundleResult) -> None:
 
     assert files == [
         f"cache.{DOMAIN}_memcacheds.yaml",
+        "memcached-operator-metrics_v1_service.yaml",  # the metrics Service ships as is
         "memcached-operator.clusterserviceversion.yaml",
     ], "OLM creates the ServiceAccount and the bindings; the CSV holds the roles"
     assert annotations["operators.operatorframework.io.bundle.mediatype.v1"] == "registry+v1"

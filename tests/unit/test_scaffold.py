@@ -82,7 +82,7 @@ def test_init_writes_a_project_skeleton(tmp_path: Path, capsys: pytest.CaptureFi
         "projectName": "memcached-operator",
         "resources": [],
     }
-    namespace, deployment = load_yaml(project / "config/manager/manager.yaml")
+    namespace, deployment, metrics = load_yaml(project / "config/manager/manager.yaml")
     assert namespace["metadata"]["name"] == "memcached-operator-system"
     [container] = deployment["spec"]["template"]["spec"]["containers"]
     assert container["image"] == "memcached-operator:latest"
@@ -92,6 +92,20 @@ def test_init_writes_a_project_skeleton(tmp_path: Path, capsys: pytest.CaptureFi
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert {"containerPort": 6789, "name": "health"} in container["ports"]
     assert container["resources"]["requests"] and container["resources"]["limits"]
+    # The metrics Service the ServiceMonitor finds, on the port the container serves.
+    assert {"containerPort": 8443, "name": "metrics"} in container["ports"]
+    assert metrics["kind"] == "Service"
+    assert metrics["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    assert metrics["spec"]["ports"] == [{"name": "metrics", "port": 8443, "targetPort": "metrics"}]
+    [monitor] = load_yaml(project / "config/prometheus/monitor.yaml")
+    assert monitor["kind"] == "ServiceMonitor"
+    assert monitor["spec"]["selector"]["matchLabels"] == metrics["metadata"]["labels"]
+    assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
+    [policy] = load_yaml(project / "config/network-policy/allow-metrics-traffic.yaml")
+    assert policy["kind"] == "NetworkPolicy"
+    assert policy["metadata"]["namespace"] == "memcached-operator-system"
+    assert policy["spec"]["podSelector"] == deployment["spec"]["selector"]
+    assert policy["spec"]["ingress"][0]["ports"] == [{"port": 8443, "protocol": "TCP"}]
 
     kinds = [d["kind"] for d in load_yaml(project / "config/rbac/leader_election.yaml")]
     assert kinds == ["Role", "RoleBinding"]
@@ -112,7 +126,9 @@ def test_init_writes_a_project_skeleton(tmp_path: Path, capsys: pytest.CaptureFi
         "samples": [],
         "rbac": ["service_account.yaml", "role.yaml", "role_binding.yaml", "leader_election.yaml"],
         "manager": ["manager.yaml"],
-        "default": ["../crd", "../rbac", "../manager"],
+        "default": ["../crd", "../rbac", "../manager"],  # the two below commented out
+        "prometheus": ["monitor.yaml"],
+        "network-policy": ["allow-metrics-traffic.yaml"],
     }.items():
         [data] = load_yaml(project / "config" / kustomization / "kustomization.yaml")
         assert data["kind"] == "Kustomization"

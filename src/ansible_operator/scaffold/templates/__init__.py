@@ -242,6 +242,74 @@ spec:
             allowPrivilegeEscalation: false
             capabilities:
               drop: ["ALL"]
+---
+# The operator's metrics, for config/prometheus/ (a ServiceMonitor) to find.
+apiVersion: v1
+kind: Service
+metadata:
+  name: ${project}-metrics
+  namespace: ${project}-system
+  labels:
+    app.kubernetes.io/name: ${project}
+spec:
+  selector:
+    app.kubernetes.io/name: ${project}
+  ports:
+    - name: metrics
+      port: 8443
+      targetPort: metrics
+"""
+
+# A Prometheus Operator ServiceMonitor (needs its CRDs; `../prometheus` in
+# config/default/kustomization.yaml), as Operator SDK's scaffold has.
+PROMETHEUS_MONITOR = """\
+# Prometheus scrapes the operator's metrics Service (config/manager/manager.yaml).
+# Needs the Prometheus Operator's CRDs. Metrics are plain HTTP here; with
+# --metrics-secure, set scheme: https, a bearerTokenFile and tlsConfig.
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata:
+  name: ${project}-metrics
+  namespace: ${project}-system
+  labels:
+    app.kubernetes.io/name: ${project}
+spec:
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: ${project}
+  endpoints:
+    - path: /metrics
+      port: metrics
+      scheme: http
+"""
+
+NETWORK_POLICY_METRICS = """\
+# Only Pods of namespaces labelled `metrics: enabled` (where Prometheus runs) may
+# reach the metrics port, as kubebuilder's scaffold has. Once a NetworkPolicy
+# selects the operator's Pods, any ingress no policy allows is dropped (an
+# admission webhook's port then needs a policy of its own). Needs a CNI that
+# enforces NetworkPolicies.
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: ${project}-allow-metrics-traffic
+  namespace: ${project}-system
+  labels:
+    app.kubernetes.io/name: ${project}
+spec:
+  podSelector:
+    matchLabels:
+      app.kubernetes.io/name: ${project}
+  policyTypes:
+    - Ingress
+  ingress:
+    - from:
+        - namespaceSelector:
+            matchLabels:
+              metrics: enabled
+      ports:
+        - port: 8443  # --metrics-bind-address
+          protocol: TCP
 """
 
 CRD = """\
@@ -561,6 +629,32 @@ resources:
   - ../crd
   - ../rbac
   - ../manager
+  # Uncomment with the Prometheus Operator installed: a ServiceMonitor for metrics.
+  # - ../prometheus
+  # Uncomment to let only namespaces labelled metrics=enabled reach the metrics port.
+  # - ../network-policy
+"""
+)
+
+PROMETHEUS_KUSTOMIZATION = (
+    """\
+# A ServiceMonitor for the operator's metrics (needs the Prometheus Operator).
+"""
+    + KUSTOMIZATION_HEADER
+    + """\
+resources:
+  - monitor.yaml
+"""
+)
+
+NETWORK_POLICY_KUSTOMIZATION = (
+    """\
+# NetworkPolicies for the operator's Pods.
+"""
+    + KUSTOMIZATION_HEADER
+    + """\
+resources:
+  - allow-metrics-traffic.yaml
 """
 )
 
