@@ -185,8 +185,10 @@ def test_samples_run_with_their_rbac_and_a_write_outside_it_is_a_clear_failure(
         )
         message = next(c for c in obj["status"]["conditions"] if c["type"] == "Failure")["message"]
         assert "forbidden" in message.lower(), message
-        # The verb (the module reads before it creates) and the resource.
-        assert re.search(r'cannot (get|create) resource \\?"clusterroles\\?"', message), message
+        # The verb (the module reads before it creates), the resource, the file to change.
+        refused = r"may not (get|create) rbac\.authorization\.k8s\.io/clusterroles at the cluster"
+        assert re.search(refused, message), message
+        assert "config/rbac/role.yaml" in message, message
         eventually(
             lambda: "Failed" in {e.reason for e in events_for(kube_api, other, "cache")},
             timeout=30,
