@@ -73,14 +73,6 @@ def scratch(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-async def receiver(tmp_path: Path) -> AsyncIterator[EventReceiver]:
-    receiver = EventReceiver(tmp_path / "events" / "events.sock")
-    await receiver.start()
-    yield receiver
-    await receiver.stop()
-
-
 @contextlib.asynccontextmanager
 async def processes_of(mode: str, scratch: Path) -> AsyncIterator[WarmProcesses | None]:
     if mode == "reference":
