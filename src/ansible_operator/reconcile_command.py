@@ -32,12 +32,13 @@ from ansible_operator.kube.discovery import RestMapper
 from ansible_operator.kube.impersonation import verify_impersonation
 from ansible_operator.kube.types import Resource
 from ansible_operator.metrics import Metrics
-from ansible_operator.options import OperatorOptions, facts_skipped
 from ansible_operator.proxy.server import ApiProxy
-from ansible_operator.run_command import add_impersonation_argument
 from ansible_operator.runner.process import RunResult
 from ansible_operator.runner.receiver import EventReceiver
 from ansible_operator.runner.run import AnsibleRunner, Runner, RunRequest
+from ansible_operator.settings import AnsibleSettings, RunSettings, Settings, WatchingSettings
+from ansible_operator.settings.ansible import facts_skipped
+from ansible_operator.settings.flags import add_flags, flag_value
 from ansible_operator.watches import Watch, WatchesError, load_watches, templated_cluster_data
 
 FIELD_MANAGER = "ansible-operator-reconcile"
@@ -80,19 +81,8 @@ def add_reconcile_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("-f", "--filename", type=Path, help="a YAML file with the object")
     parser.add_argument("-n", "--namespace", help="the object's namespace")
-    parser.add_argument(
-        "--watches-file",
-        type=Path,
-        default=Path("watches.yaml"),
-        help="the watches file naming the object's role or playbook (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--kubeconfig",
-        default=None,
-        help="kubeconfig to use (default: KUBECONFIG, ~/.kube/config, in-cluster, "
-        "or the local control plane)",
-    )
-    add_impersonation_argument(parser)
+    # The flags `run` has too, declared with its settings.
+    add_flags(parser, only=["--watches-file", "--kubeconfig", "--as"])
     parser.add_argument(
         "--check", action="store_true", help="Ansible check mode with diffs; nothing is written"
     )
@@ -182,20 +172,30 @@ def print_conditions(obj: dict[str, Any]) -> None:
         )
 
 
+def settings_of(args: argparse.Namespace) -> Settings:
+    return Settings(
+        watching=WatchingSettings(
+            watches_file=flag_value(args, "--watches-file"),
+            kubeconfig=flag_value(args, "--kubeconfig"),
+            impersonate=flag_value(args, "--as"),
+        ),
+        ansible=AnsibleSettings(
+            verbosity=args.verbose,
+            log_events="nothing",
+            check_mode=args.check,
+            skip_facts=facts_skipped(os.environ),
+        ),
+        runs=RunSettings(run_timeout=args.timeout),
+    )
+
+
 async def reconcile_once(args: argparse.Namespace) -> int:
-    watches = load_watches(args.watches_file, cwd=Path.cwd())
+    options = settings_of(args)
+    watching = options.watching
+    watches = load_watches(watching.watches_file, cwd=Path.cwd())
     for warning in templated_cluster_data(watches):
         print(f"ansible-operator: warning: {warning}", file=sys.stderr)
-    config = connect_config(args.kubeconfig)
-    options = OperatorOptions(
-        watches_file=args.watches_file,
-        ansible_verbosity=args.verbose,
-        ansible_log_events="nothing",
-        run_timeout=args.timeout,
-        check_mode=args.check,
-        skip_facts=facts_skipped(os.environ),
-        impersonate=args.impersonate,
-    )
+    config = connect_config(watching.kubeconfig)
     with tempfile.TemporaryDirectory(prefix="ansible-operator-reconcile-") as scratch:
         receiver = EventReceiver(Path(scratch) / "events.sock")
         async with ApiClient(config) as api:
@@ -205,8 +205,8 @@ async def reconcile_once(args: argparse.Namespace) -> int:
             watch, resource, obj = await load_target(
                 args, api, mapper, watches, config.namespace or "default"
             )
-            if args.impersonate:
-                config.impersonate = args.impersonate
+            if watching.impersonate:
+                config.impersonate = watching.impersonate
                 await verify_impersonation(api)
             proxy = ApiProxy(config, mapper, port=0)
             await proxy.start()

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from ansible_operator.kube.types import Owner
-from ansible_operator.options import OperatorOptions
 from ansible_operator.runner import priority
 from ansible_operator.runner.access import RunAccess
 from ansible_operator.runner.events import RunSummary
@@ -22,6 +21,7 @@ from ansible_operator.runner.play import AnsiblePlayer, RunPlan
 from ansible_operator.runner.process import RunSpec
 from ansible_operator.runner.receiver import EventReceiver
 from ansible_operator.runner.warm import WarmProcesses, ansible_environment, start_warm_processes
+from ansible_operator.settings import Settings
 
 OWNER = Owner(group="", version="v1", kind="ConfigMap", namespace="ns", name="cm", uid="")
 # The nice value of a shell a command task starts, and of a Python module's own process.
@@ -115,7 +115,7 @@ async def test_reconcile_runs_yield_the_cpu_to_admission_runs(
 
     async with processes_of(mode, scratch) as warm:
         player = AnsiblePlayer(
-            options=OperatorOptions(),
+            options=Settings(),
             receiver=receiver,
             access=NoProxy(),
             runner_root=tmp_path / "runs",

@@ -32,13 +32,14 @@ LAYERS: list[set[str]] = [
         "private_files",
         "pki",
         "types",
-        "options",
         "user_metrics",
         "collections",
         "rbac_rules",
     },
     {"metrics"},
     {"kube"},
+    # The operator's settings: declared in sections, read from flags and the environment.
+    {"settings", "options"},
     {
         "watch_fields",
         "webhook_entries",

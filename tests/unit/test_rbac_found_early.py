@@ -13,7 +13,7 @@ import pytest
 from ansible_operator.kube.config import KubeConfig
 from ansible_operator.kube.credentials import NoCredentials
 from ansible_operator.kube.impersonation import impersonated_user
-from ansible_operator.reconcile_command import add_reconcile_arguments
+from ansible_operator.reconcile_command import add_reconcile_arguments, settings_of
 from ansible_operator.run_command import add_run_arguments, options_from
 from ansible_operator.runner.events import RunSummary
 from ansible_operator.runner.rbac_refusal import RbacRefusal, rbac_refusal
@@ -156,9 +156,10 @@ def test_run_and_reconcile_take_as_and_refuse_a_malformed_one(
     run_parser, reconcile_parser = argparse.ArgumentParser(), argparse.ArgumentParser()
     add_run_arguments(run_parser)
     add_reconcile_arguments(reconcile_parser)
-    assert options_from(run_parser.parse_args(["--as", SA])).impersonate == SA
-    assert options_from(run_parser.parse_args([])).impersonate is None
-    assert reconcile_parser.parse_args(["Memcached/m", "--as", SA]).impersonate == SA
+    assert options_from(run_parser.parse_args(["--as", SA])).watching.impersonate == SA
+    assert options_from(run_parser.parse_args([])).watching.impersonate is None
+    reconcile_args = reconcile_parser.parse_args(["Memcached/m", "--as", SA])
+    assert settings_of(reconcile_args).watching.impersonate == SA
     with pytest.raises(SystemExit):
         run_parser.parse_args(["--as", "system:serviceaccount:ops"])
     assert "system:serviceaccount:NAMESPACE:NAME" in capsys.readouterr().err

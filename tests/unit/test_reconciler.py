@@ -15,9 +15,9 @@ from ansible_operator.controller.reconcile import ObjectKey, Outcome
 from ansible_operator.kube.client import ApiError
 from ansible_operator.kube.types import GVK, Resource
 from ansible_operator.metrics import Metrics
-from ansible_operator.options import OperatorOptions
 from ansible_operator.runner import fake
 from ansible_operator.runner.fake import FakeRunner
+from ansible_operator.settings import AnsibleSettings, RunSettings, Settings
 from ansible_operator.watches import Finalizer, Watch
 
 MEMCACHED = Resource(
@@ -128,11 +128,16 @@ def make_watch(**settings: Any) -> Watch:
 
 
 class Setup:
-    def __init__(self, runner: FakeRunner, watch: Watch, obj: dict[str, Any]) -> None:
+    def __init__(
+        self, runner: FakeRunner, watch: Watch, obj: dict[str, Any], *, check_mode: bool = False
+    ) -> None:
         self.api = MemoryApi()
         self.api.put(MEMCACHED, obj)
         self.runner = runner
-        self.options = OperatorOptions(reconcile_period=36000.0)
+        self.options = Settings(
+            ansible=AnsibleSettings(check_mode=check_mode),
+            runs=RunSettings(reconcile_period=36000.0),
+        )
         shared = Shared(
             api=self.api,  # type: ignore[arg-type]
             options=self.options,
@@ -297,8 +302,9 @@ async def test_the_objects_own_settings_reach_the_runner() -> None:
 
 
 async def test_check_mode_runs_but_writes_nothing() -> None:
-    setup = Setup(FakeRunner(fake.failed("t", "would fail")), make_watch(), memcached())
-    setup.options.check_mode = True
+    setup = Setup(
+        FakeRunner(fake.failed("t", "would fail")), make_watch(), memcached(), check_mode=True
+    )
     await setup.reconcile()
     assert len(setup.runner.seen) == 1
     assert setup.api.statuses == [] and setup.api.events == []

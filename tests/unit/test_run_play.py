@@ -17,7 +17,6 @@ import aiohttp
 import pytest
 
 from ansible_operator.kube.types import Owner
-from ansible_operator.options import OperatorOptions
 from ansible_operator.runner import play as play_module
 from ansible_operator.runner.access import RunAccess
 from ansible_operator.runner.event_plugin import TOKEN_ENV
@@ -26,6 +25,7 @@ from ansible_operator.runner.play import AnsiblePlayer, RunPlan
 from ansible_operator.runner.process import RunSpec
 from ansible_operator.runner.receiver import EventReceiver, RunChannel
 from ansible_operator.runner.rundir import RunDir
+from ansible_operator.settings import Settings
 
 OWNER = Owner(group="", version="v1", kind="ConfigMap", namespace="ns", name="cm", uid="")
 TOKEN = "proxy-token-of-the-run"
@@ -80,7 +80,7 @@ def plan_in(root: Path, *, ansible_args: str = "", writes: bool = True) -> RunPl
 
 def player_for(root: Path, receiver: EventReceiver, grants: Grants) -> AnsiblePlayer:
     return AnsiblePlayer(
-        options=OperatorOptions(),
+        options=Settings(),
         receiver=receiver,
         access=grants,
         runner_root=root,

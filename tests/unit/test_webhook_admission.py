@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ansible_operator.options import OperatorOptions
+from ansible_operator.settings import LeaderElectionSettings, Settings
 from ansible_operator.webhook_entries import Webhook, WebhookRule
 from ansible_operator.webhooks.answer import Answer, RunOutcome, answer_from_event, decide
 from ansible_operator.webhooks.configurations import (
@@ -325,7 +325,7 @@ def test_configurations_say_what_the_watches_file_says() -> None:
 
 
 def test_where_the_api_server_calls_and_the_names_the_certificate_is_for() -> None:
-    options = OperatorOptions(leader_election_id="memcached-operator")
+    options = Settings(leader_election=LeaderElectionSettings(id="memcached-operator"))
     in_cluster = placement(options, "memcached-system")
     assert in_cluster.endpoint == Endpoint(
         service=("memcached-system", "memcached-operator-webhook-service", 443)
@@ -336,7 +336,11 @@ def test_where_the_api_server_calls_and_the_names_the_certificate_is_for() -> No
     assert local.endpoint is None  # the loopback URL, once the port is bound
     assert local.names == ["127.0.0.1", "localhost"] and local.ca_secret is None
     given = placement(
-        replace(options, webhook_url="https://host.example:8443", webhook_ca_secret="a/b"), None
+        replace(
+            options,
+            webhooks=replace(options.webhooks, url="https://host.example:8443", ca_secret="a/b"),
+        ),
+        None,
     )
     assert given.endpoint == Endpoint(url="https://host.example:8443")
     assert given.names[0] == "host.example" and given.ca_secret == ("a", "b")

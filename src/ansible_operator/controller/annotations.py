@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ansible_operator.durations import DurationError, parse_duration
-from ansible_operator.options import MIN_RECONCILE_PERIOD
+from ansible_operator.settings.precedence import Overrides, artifacts_kept
+from ansible_operator.settings.runs import MIN_RECONCILE_PERIOD
 
 PREFIX = "ansible.sdk.operatorframework.io/"
 RECONCILE_PERIOD = PREFIX + "reconcile-period"
@@ -37,10 +38,9 @@ class AnnotationError(ValueError):
 
 
 @dataclass(frozen=True)
-class ObjectSettings:
-    reconcile_period: float | None = None
-    verbosity: int | None = None
-    max_runner_artifacts: int | None = None
+class ObjectSettings(Overrides):
+    """The annotations' values (settings/precedence.py decides what they override)."""
+
     warnings: tuple[str, ...] = ()  # values used other than as written, said why
 
 
@@ -65,14 +65,14 @@ def object_settings(obj: Mapping[str, Any], *, most_artifacts: int | None = None
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
     warnings: list[str] = []
     period = _reconcile_period(obj, annotations, warnings)
-    artifacts = _int(annotations, MAX_RUNNER_ARTIFACTS, 0, None)
-    if most_artifacts is not None and artifacts is not None and artifacts > most_artifacts:
+    written = _int(annotations, MAX_RUNNER_ARTIFACTS, 0, None)
+    artifacts = artifacts_kept(written, most_artifacts)
+    if artifacts != written:
         warnings.append(
             f"annotation {MAX_RUNNER_ARTIFACTS}={annotations[MAX_RUNNER_ARTIFACTS]!r} is above "
             f"the watch's maxRunnerArtifacts ({most_artifacts}); {most_artifacts} are kept"
         )
         _log_adjusted(obj, MAX_RUNNER_ARTIFACTS, annotations[MAX_RUNNER_ARTIFACTS], most_artifacts)
-        artifacts = most_artifacts
     return ObjectSettings(
         reconcile_period=period,
         verbosity=_int(annotations, VERBOSITY, 0, 7),

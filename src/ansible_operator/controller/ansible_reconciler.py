@@ -32,6 +32,7 @@ from ansible_operator.metrics import Metrics
 from ansible_operator.options import OperatorOptions
 from ansible_operator.runner.process import RunResult
 from ansible_operator.runner.run import Runner, RunRequest, object_fields
+from ansible_operator.settings.precedence import Overrides, effective
 from ansible_operator.watches import Watch
 
 log = logging.getLogger("ansible_operator.controller")
@@ -169,11 +170,11 @@ class AnsibleReconciler:
                 return Outcome()
             obj = remaining
 
-        return await self._report(obj, result, settings.reconcile_period)
+        return await self._report(obj, result, settings)
 
     # ----- reporting ---------------------------------------------------------
     async def _report(
-        self, obj: dict[str, Any], result: RunResult, period_override: float | None
+        self, obj: dict[str, Any], result: RunResult, annotated: Overrides
     ) -> Outcome:
         stats = result.summary.stats
         ansible_result = (
@@ -200,11 +201,11 @@ class AnsibleReconciler:
                 await self._event(
                     obj, "ReconcileSucceeded", "Reconciliation succeeded after earlier failures"
                 )
-            period = result.summary.requeue_after
+            period = result.summary.requeue_after  # the role's requeue_after wins
             if period is None:
-                period = period_override
-            if period is None:
-                period = self.watch.reconcile_period or self.shared.options.reconcile_period
+                options = self.shared.options
+                period = effective(self.watch, options.runs, options.ansible, annotated)
+                period = period.reconcile_period
             return Outcome(requeue_after=period)
         await self._fail(
             obj,

@@ -48,6 +48,7 @@ from ansible_operator.runner import cgroups, rundir
 from ansible_operator.runner.receiver import EventReceiver
 from ansible_operator.runner.run import AnsibleRunner
 from ansible_operator.runner.warm import WarmProcesses, ansible_environment, start_warm_processes
+from ansible_operator.settings.precedence import Effective, effective
 from ansible_operator.watches import Watch, Webhook
 from ansible_operator.webhooks.service import WebhookService
 
@@ -366,10 +367,10 @@ class Manager:
     def _global_cap(self) -> int:
         if self.options.max_concurrent_runs:
             return self.options.max_concurrent_runs
-        return sum(
-            watch.max_concurrent_reconciles or self.options.max_concurrent_reconciles
-            for watch in self.watches
-        )
+        return sum(self._effective(watch).workers for watch in self.watches)
+
+    def _effective(self, watch: Watch) -> Effective:
+        return effective(watch, self.options.runs, self.options.ansible)
 
     async def _start_controllers(self, shared: Shared) -> None:
         assert self.cache is not None and self.mapper is not None
@@ -406,7 +407,7 @@ class Manager:
             reconciler.gvk_label,
             watch.gvk.kind,
             reconciler,
-            workers=watch.max_concurrent_reconciles or self.options.max_concurrent_reconciles,
+            workers=self._effective(watch).workers,
             metrics=self.metrics,
         )
         informer.add_listener(_primary_listener(controller, watch))

@@ -33,6 +33,7 @@ from ansible_operator.runner.play import AnsiblePlayer, RunPlan
 from ansible_operator.runner.process import RunResult, RunSpec
 from ansible_operator.runner.receiver import EventReceiver
 from ansible_operator.runner.warm import WarmProcesses
+from ansible_operator.settings.precedence import Effective, Overrides, effective
 from ansible_operator.watches import Watch
 
 log = logging.getLogger("ansible_operator.controller")
@@ -82,20 +83,10 @@ def owner_of(watch: Watch, obj: Mapping[str, Any]) -> Owner:
     )
 
 
-def chosen_verbosity(request: RunRequest, options: OperatorOptions) -> int:
-    """The object's annotation, else the watch's, else the operator's."""
-    if request.verbosity is not None:
-        return request.verbosity
-    if request.watch.ansible_verbosity is not None:
-        return request.watch.ansible_verbosity
-    return options.ansible_verbosity
-
-
-def kept_artifacts(request: RunRequest) -> int:
-    """The object's annotation, else the watch's maxRunnerArtifacts."""
-    if request.keep_artifacts is not None:
-        return request.keep_artifacts
-    return request.watch.max_runner_artifacts
+def settings_for(request: RunRequest, options: OperatorOptions) -> Effective:
+    """The object's annotations given in the request, over the watch's, over the flags."""
+    overrides = Overrides(verbosity=request.verbosity, max_runner_artifacts=request.keep_artifacts)
+    return effective(request.watch, options.runs, options.ansible, overrides)
 
 
 def what_to_play(request: RunRequest) -> tuple[Path | None, Path | None]:
@@ -152,11 +143,12 @@ class AnsibleRunner:
             run_groups=lambda: run_groups,
         )
 
-    def plan(self, request: RunRequest) -> RunPlan:
+    def plan(self, request: RunRequest, settings: Effective | None = None) -> RunPlan:
         """The run a reconcile asks for."""
         watch, options = request.watch, self.options
         owner = owner_of(watch, request.obj)
         role, playbook = what_to_play(request)
+        settings = settings or settings_for(request, options)
         ansible_args = options.ansible_args
         if options.check_mode:
             ansible_args = f"{ansible_args} --check --diff".strip()
@@ -175,17 +167,18 @@ class AnsibleRunner:
             role=role,
             playbook=playbook,
             extravars=extravars_for(request),
-            verbosity=chosen_verbosity(request, options),
-            timeout=watch.run_timeout or options.run_timeout,
+            verbosity=settings.verbosity,
+            timeout=settings.run_timeout,
             # 0 keeps none: ansible-runner keeps at least one, rotated away after the run.
-            keep_artifacts=max(kept_artifacts(request), 1),
+            keep_artifacts=max(settings.keep_artifacts, 1),
             skip_facts=options.skip_facts,
             ansible_args=ansible_args,
             nice=options.reconcile_run_nice,
         )
 
     async def run(self, request: RunRequest) -> RunResult:
-        plan = self.plan(request)
+        settings = settings_for(request, self.options)
+        plan = self.plan(request, settings)
         label = gvk_label(request.watch)
         summary = RunSummary()
         live_output = self.live_output
@@ -200,7 +193,7 @@ class AnsibleRunner:
             summary,
             hold=lambda spec: self._holding(spec, plan, label, specs),
             on_event=show,
-            rotate=None if kept_artifacts(request) else _remove_artifacts,
+            rotate=None if settings.keep_artifacts else _remove_artifacts,
         )
         outcome = "succeeded" if result.succeeded else "failed"
         self.metrics.run_duration.labels(label, outcome).observe(result.duration)

@@ -32,6 +32,12 @@ from ansible_operator.proxy.server import ApiProxy
 from ansible_operator.runner.cgroups import RunGroups
 from ansible_operator.runner.receiver import EventReceiver
 from ansible_operator.runner.warm import WarmProcesses
+from ansible_operator.settings.webhooks import (
+    SERVICE_PORT,
+    parse_bind_address,
+    parse_secret,
+    parse_service,
+)
 from ansible_operator.webhook_entries import Webhook
 from ansible_operator.webhooks import configurations, tls
 from ansible_operator.webhooks.admission_limits import FairSlots, SlotsBusy
@@ -44,35 +50,8 @@ from ansible_operator.webhooks.server import WebhookServer
 
 log = logging.getLogger("ansible_operator.webhooks")
 
-SERVICE_PORT = 443
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 LOOPBACK = "127.0.0.1"
-
-
-def parse_bind_address(address: str) -> tuple[str, int] | None:
-    """':9443' -> all interfaces; '127.0.0.1:0' -> a free port; '0' -> no webhooks."""
-    if address in ("", "0"):
-        return None
-    host, _, port = address.rpartition(":")
-    if not port.isdigit() or int(port) > 65535:
-        raise ValueError(f"--webhook-bind-address must be HOST:PORT or :PORT, not {address!r}")
-    return (host or "0.0.0.0", int(port))
-
-
-def parse_service(text: str) -> tuple[str, str, int]:
-    """`NAMESPACE/NAME[:PORT]`."""
-    where, _, port = text.partition(":")
-    namespace, _, name = where.partition("/")
-    if not namespace or not name or (port and not port.isdigit()):
-        raise ValueError(f"--webhook-service must be NAMESPACE/NAME[:PORT], not {text!r}")
-    return namespace, name, int(port) if port else SERVICE_PORT
-
-
-def parse_secret(text: str) -> tuple[str, str]:
-    namespace, _, name = text.partition("/")
-    if not namespace or not name:
-        raise ValueError(f"--webhook-ca-secret must be NAMESPACE/NAME, not {text!r}")
-    return namespace, name
 
 
 def in_cluster_namespace() -> str | None:
