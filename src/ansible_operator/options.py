@@ -64,10 +64,10 @@ class OperatorOptions:
     inventory: Path | None = None
     skip_facts: bool = True
     check_mode: bool = False
-    # warm: modules run in forks of a warm interpreter (runner/module_server.py);
+    # warm: modules run in forks of a warm interpreter (runner/warm/module_server.py);
     # reference: a fresh interpreter per task, as Operator SDK's operator does.
     runner_mode: str = "warm"
-    # Warm-runner accelerations not to use (runner/accelerations.py), by name.
+    # Warm-runner accelerations not to use (runner/warm/accelerations.py), by name.
     disabled_accelerations: tuple[str, ...] = ()
     # Admission webhooks (watches.yaml `- webhook:` entries; webhooks/service.py).
     webhook_bind_address: str = ":9443"  # '0': no webhook server

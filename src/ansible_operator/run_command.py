@@ -28,8 +28,8 @@ from ansible_operator.options import (
     facts_skipped,
     unquoted,
 )
-from ansible_operator.runner.accelerations import acceleration_names
 from ansible_operator.runner.versions import installed_versions, one_line
+from ansible_operator.runner.warm.accelerations import acceleration_names
 from ansible_operator.sizes import SizeError, parse_size
 
 log = logging.getLogger("ansible_operator")

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from ansible_operator.runner import acceleration
-from ansible_operator.runner.acceleration import Acceleration, Unavailable, Verdict
-from ansible_operator.runner.accelerations import accelerations, names
 from ansible_operator.runner.event_plugin import SOCKET_ENV, TOKEN_ENV
 from ansible_operator.runner.events import RunSummary
 from ansible_operator.runner.process import RunResult, RunSpec, execute
 from ansible_operator.runner.receiver import EventReceiver
 from ansible_operator.runner.rundir import prepare
-from ansible_operator.runner.warm import (
+from ansible_operator.runner.warm import acceleration
+from ansible_operator.runner.warm.acceleration import Acceleration, Unavailable, Verdict
+from ansible_operator.runner.warm.accelerations import accelerations, names
+from ansible_operator.runner.warm.processes import (
     WarmProcesses,
     ansible_environment,
     start_warm_processes,

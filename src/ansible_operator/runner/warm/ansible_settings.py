@@ -14,7 +14,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from ansible_operator.runner.acceleration import Acceleration, enabled, require, used
+from ansible_operator.runner.warm.acceleration import Acceleration, enabled, require, used
 
 SETTINGS_READ_ONCE = "settings-read-once"
 TEMPORARY_TYPES = ("tmppath", "temppath", "tmp")

@@ -51,9 +51,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ansible_operator.runner import (
+from ansible_operator.runner import cgroups, priority, proctree
+from ansible_operator.runner.warm import (
     acceleration,
-    cgroups,
     hits,
     local_tmp,
     module_handoff,
@@ -62,21 +62,19 @@ from ansible_operator.runner import (
     payload_cache,
     plugin_preload,
     prebuild,
-    priority,
-    proctree,
     runner_patches,
     template_cache,
     worker_prefill,
 )
-from ansible_operator.runner.accelerations import accelerations
-from ansible_operator.runner.ansible_settings import (
+from ansible_operator.runner.warm.accelerations import accelerations
+from ansible_operator.runner.warm.ansible_settings import (
     SETTINGS_READ_ONCE,
     note_settings_per_directory,
     remember_preload_settings,
     reread_ansible_settings,
     stale_settings,
 )
-from ansible_operator.runner.forkserver import die_with_parent, listen, serve_forks
+from ansible_operator.runner.warm.forkserver import die_with_parent, listen, serve_forks
 
 # What every run imports. Not ansible-runner's display callback: it reads the
 # run's artifact directory from the environment when it is imported.

@@ -25,8 +25,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner.acceleration import Acceleration, parameters_of, require, used
-from ansible_operator.runner.module_server import SESSION_ENV, send_request
+from ansible_operator.runner.warm.acceleration import Acceleration, parameters_of, require, used
+from ansible_operator.runner.warm.module_server import SESSION_ENV, send_request
 
 NAME = "module-handoff"
 _NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

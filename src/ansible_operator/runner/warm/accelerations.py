@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ansible_operator.runner import (
+from ansible_operator.runner.warm import (
     ansible_settings,
     bytecode,
     local_tmp,
@@ -24,7 +24,7 @@ from ansible_operator.runner import (
     template_cache,
     worker_prefill,
 )
-from ansible_operator.runner.acceleration import Acceleration
+from ansible_operator.runner.warm.acceleration import Acceleration
 
 
 def accelerations(shim: Path) -> tuple[Acceleration, ...]:

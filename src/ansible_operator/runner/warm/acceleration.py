@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from ansible_operator.runner import hits
+from ansible_operator.runner.warm import hits
 
 # Where an acceleration is probed and used: the warm module interpreter
 # (imports only what modules need) or the warm runner (Ansible's controller side).

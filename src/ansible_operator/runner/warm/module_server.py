@@ -37,10 +37,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from ansible_operator.runner import acceleration, bytecode, cgroups, priority
-from ansible_operator.runner.acceleration import require
-from ansible_operator.runner.bytecode import CompiledSources, collection_roots
-from ansible_operator.runner.forkserver import die_with_parent, listen, serve_forks
+from ansible_operator.runner import cgroups, priority
+from ansible_operator.runner.warm import acceleration, bytecode
+from ansible_operator.runner.warm.acceleration import require
+from ansible_operator.runner.warm.bytecode import CompiledSources, collection_roots
+from ansible_operator.runner.warm.forkserver import die_with_parent, listen, serve_forks
 
 # Imported once, here. Ansible's own module_utils come from the installation
 # the operator's ansible-playbook runs from, so they are the very code each

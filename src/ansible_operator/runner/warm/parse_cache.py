@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner.acceleration import Acceleration, parameters_of, require, used
+from ansible_operator.runner.warm.acceleration import Acceleration, parameters_of, require, used
 
 NAME = "parsed-files-shared"
 ROLE_PARTS = ("tasks", "handlers", "vars", "defaults", "meta")

@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from ansible_operator.runner.acceleration import Acceleration, require
+from ansible_operator.runner.warm.acceleration import Acceleration, require
 
 NAME = "shared-payload-cache"
 CACHE_NAME = "ansiballz_cache"

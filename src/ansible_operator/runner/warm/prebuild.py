@@ -20,9 +20,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner.acceleration import Acceleration, parameters_of, require, used
-from ansible_operator.runner.ansible_settings import reread_ansible_settings
-from ansible_operator.runner.payload_cache import CACHE_NAME, roles_identity, share_payload_cache
+from ansible_operator.runner.warm.acceleration import Acceleration, parameters_of, require, used
+from ansible_operator.runner.warm.ansible_settings import reread_ansible_settings
+from ansible_operator.runner.warm.payload_cache import (
+    CACHE_NAME,
+    roles_identity,
+    share_payload_cache,
+)
 
 NAME = "payload-prebuild"
 MODIFY_MODULE_ARGUMENTS = (

@@ -18,7 +18,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner.acceleration import Acceleration, parameters_of, require, used
+from ansible_operator.runner.warm.acceleration import Acceleration, parameters_of, require, used
 
 NAME = "local-tmp-in-process"
 # What install() replaces, with the parameters Ansible passes them, and what

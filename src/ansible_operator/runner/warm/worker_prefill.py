@@ -18,7 +18,7 @@ import contextlib
 import importlib
 import itertools
 
-from ansible_operator.runner.acceleration import (
+from ansible_operator.runner.warm.acceleration import (
     Acceleration,
     Unavailable,
     parameters_of,

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner.acceleration import (
+from ansible_operator.runner.warm.acceleration import (
     Acceleration,
     Unavailable,
     parameters_of,

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner.acceleration import Acceleration, parameters_of, require, used
+from ansible_operator.runner.warm.acceleration import Acceleration, parameters_of, require, used
 
 PLAYBOOK_IN_FORK = "playbook-in-fork"
 PTY_CLOSE = "pty-close-without-delay"

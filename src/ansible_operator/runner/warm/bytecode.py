@@ -21,7 +21,7 @@ import zipimport
 from collections.abc import Iterable
 from pathlib import Path
 
-from ansible_operator.runner.acceleration import Acceleration, require, used
+from ansible_operator.runner.warm.acceleration import Acceleration, require, used
 
 NAME = "compiled-module-sources"
 PAYLOAD_SOURCES = ("plugins/modules", "plugins/module_utils")

@@ -13,11 +13,11 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner.acceleration import Acceleration, require, used
+from ansible_operator.runner.warm.acceleration import Acceleration, require, used
 
 NAME = "plugin-preload"
 # Our own callback plugins, on every run's callback path (warm.ansible_environment).
-OWN_CALLBACKS = Path(__file__).resolve().parent / "callback_plugins"
+OWN_CALLBACKS = Path(__file__).resolve().parent.parent / "callback_plugins"
 PLUGINS = (
     ("strategy_loader", "linear"),
     ("action_loader", "normal"),
