@@ -1,14 +1,14 @@
-"""Every warm-runner acceleration, in the order they are reported.
+"""Every warm-runner acceleration, in the order they are reported and installed.
 
-Each is one module's probe and installer (see acceleration.py). To add one:
-write its module with a probe, an installer and a hit count, list it here,
-and extend tests/unit/test_accelerations.py, which fails when an
-acceleration that is on was never used.
+Each is one module's record (see acceleration.py): its probe, and its
+installers, each for a phase of a warm process's life; the warm processes
+install every record that is on at each phase, naming none. To add one:
+write its module with a probe, an installer per phase it needs and a hit
+count, list its record here, and extend tests/unit/test_accelerations.py,
+which fails when an acceleration that is on was never used.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from ansible_operator.runner.warm import (
     ansible_settings,
@@ -18,6 +18,7 @@ from ansible_operator.runner.warm import (
     module_server,
     parse_cache,
     payload_cache,
+    playbook_fork,
     plugin_preload,
     prebuild,
     runner_patches,
@@ -26,30 +27,27 @@ from ansible_operator.runner.warm import (
 )
 from ansible_operator.runner.warm.acceleration import Acceleration
 
-
-def accelerations(shim: Path) -> tuple[Acceleration, ...]:
-    """`shim`: the module interpreter shim runs will name as their Python."""
-    return (
-        runner_patches.PLAYBOOK_IN_FORK_ACCELERATION,
-        ansible_settings.SETTINGS_ACCELERATION,
-        plugin_preload.ACCELERATION,
-        worker_prefill.ACCELERATION,
-        parse_cache.ACCELERATION,
-        template_cache.ACCELERATION,
-        payload_cache.ACCELERATION,
-        prebuild.ACCELERATION,
-        module_server.interpreter_acceleration(shim),
-        module_handoff.ACCELERATION,
-        bytecode.ACCELERATION,
-        local_tmp.ACCELERATION,
-        runner_patches.WORKER_GC_ACCELERATION,
-        runner_patches.PTY_CLOSE_ACCELERATION,
-        runner_patches.EVENT_FILES_ACCELERATION,
-    )
+ACCELERATIONS: tuple[Acceleration, ...] = (
+    playbook_fork.ACCELERATION,
+    ansible_settings.SETTINGS_ACCELERATION,
+    plugin_preload.ACCELERATION,
+    worker_prefill.ACCELERATION,
+    parse_cache.ACCELERATION,
+    template_cache.ACCELERATION,
+    payload_cache.ACCELERATION,
+    prebuild.ACCELERATION,
+    module_server.ACCELERATION,
+    module_handoff.ACCELERATION,
+    bytecode.ACCELERATION,
+    local_tmp.ACCELERATION,
+    runner_patches.WORKER_GC_ACCELERATION,
+    runner_patches.PTY_CLOSE_ACCELERATION,
+    runner_patches.EVENT_FILES_ACCELERATION,
+)
 
 
 def names() -> tuple[str, ...]:
-    return tuple(a.name for a in accelerations(Path()))
+    return tuple(a.name for a in ACCELERATIONS)
 
 
 def acceleration_names(value: str) -> list[str]:
