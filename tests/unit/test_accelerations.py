@@ -200,6 +200,15 @@ async def test_a_changed_private_function_turns_off_only_its_acceleration(
         await warm.stop()
 
 
+@pytest.fixture
+def fresh_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process's verdicts and probed records, as in a warm process that
+    probed only the test's own accelerations."""
+    monkeypatch.setattr(acceleration, "_verdicts", {})
+    monkeypatch.setattr(acceleration, "_probed", {})
+
+
+@pytest.mark.usefixtures("fresh_verdicts")
 def test_a_failing_probe_leaves_only_its_acceleration_off() -> None:
     def missing() -> None:
         raise Unavailable("SomeClass.private_method is missing")
@@ -225,6 +234,7 @@ def test_a_failing_probe_leaves_only_its_acceleration_off() -> None:
     assert acceleration.enabled("fine") and not acceleration.enabled("gone")
 
 
+@pytest.mark.usefixtures("fresh_verdicts")
 def test_an_installer_that_raises_changes_nothing_and_says_why(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -238,6 +248,7 @@ def test_an_installer_that_raises_changes_nothing_and_says_why(
     assert "acceleration shaky not used here" in capsys.readouterr().err
 
 
+@pytest.mark.usefixtures("fresh_verdicts")
 def test_each_phase_installs_what_is_on_and_has_what_it_needs() -> None:
     installed: list[tuple[str, Phase, Context]] = []
 
