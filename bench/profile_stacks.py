@@ -70,7 +70,7 @@ PROCESS_MARKERS: tuple[tuple[str, re.Pattern[str]], ...] = (
         # Its display callback runs in ansible-playbook, not in ansible-runner.
         re.compile(
             r"\(ansible_runner/(?!display_callback/)|\(ansible-runner:"
-            r"|\(ansible_operator/runner/run_server"
+            r"|\(ansible_operator/runner/warm/run_server"
         ),
     ),
     (RUNNER, re.compile(r"^_watch_connection ")),

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from ansible_operator import __version__
 from ansible_operator.run_command import add_acceleration_switch, switched_off
-from ansible_operator.runner.acceleration import Verdict
-from ansible_operator.runner.accelerations import accelerations
 from ansible_operator.runner.versions import installed_versions
-from ansible_operator.runner.warm import ansible_environment, start_warm_processes
+from ansible_operator.runner.warm.acceleration import Verdict
+from ansible_operator.runner.warm.accelerations import ACCELERATIONS
+from ansible_operator.runner.warm.processes import ansible_environment, start_warm_processes
 
 
 def version_text() -> str:
@@ -64,7 +64,7 @@ def doctor(args: argparse.Namespace) -> int:
     except RuntimeError as error:
         print(f"warm runner: {error}; the operator would run in reference mode")
         return 1
-    described = {a.name: a for a in accelerations(Path())}
+    described = {a.name: a for a in ACCELERATIONS}
     on = sum(verdict.on for verdict in verdicts.values())
     print(f"warm-runner accelerations: {on} of {len(verdicts)} on")
     for name, verdict in verdicts.items():

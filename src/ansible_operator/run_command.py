@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 from ansible_operator import __version__, logs
-from ansible_operator.runner.accelerations import acceleration_names
 from ansible_operator.runner.versions import installed_versions, one_line
+from ansible_operator.runner.warm.accelerations import acceleration_names
 from ansible_operator.settings import Settings
 from ansible_operator.settings.flags import add_flags, flag_value, settings_from
 

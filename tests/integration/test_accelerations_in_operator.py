@@ -17,7 +17,7 @@ from greetings import OPERATOR, create, greeting, wait_successful
 from kubernetes import client
 
 from ansible_operator.cluster import Cluster
-from ansible_operator.runner.accelerations import names
+from ansible_operator.runner.warm.accelerations import names
 from ansible_operator.testing.operator import OperatorProcess
 
 pytestmark = pytest.mark.cluster

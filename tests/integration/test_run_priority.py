@@ -20,7 +20,11 @@ from ansible_operator.runner.events import RunSummary
 from ansible_operator.runner.play import AnsiblePlayer, RunPlan
 from ansible_operator.runner.process import RunSpec
 from ansible_operator.runner.receiver import EventReceiver
-from ansible_operator.runner.warm import WarmProcesses, ansible_environment, start_warm_processes
+from ansible_operator.runner.warm.processes import (
+    WarmProcesses,
+    ansible_environment,
+    start_warm_processes,
+)
 from ansible_operator.settings import Settings
 
 OWNER = Owner(group="", version="v1", kind="ConfigMap", namespace="ns", name="cm", uid="")

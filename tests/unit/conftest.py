@@ -12,11 +12,17 @@ import pytest
 
 @pytest.fixture
 def module_interpreter(tmp_path: Path) -> Iterator[Path]:
-    """A warm module interpreter (runner/module_server.py) of the test's own:
+    """A warm module interpreter (runner/warm/module_server.py) of the test's own:
     the socket it listens on."""
     socket_path = tmp_path / "modules.sock"
     server = subprocess.Popen(
-        [sys.executable, "-P", "-m", "ansible_operator.runner.module_server", str(socket_path)],
+        [
+            sys.executable,
+            "-P",
+            "-m",
+            "ansible_operator.runner.warm.module_server",
+            str(socket_path),
+        ],
         stdout=subprocess.PIPE,
     )
     assert server.stdout is not None

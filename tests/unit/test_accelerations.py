@@ -11,15 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from ansible_operator.runner import acceleration
-from ansible_operator.runner.acceleration import Acceleration, Unavailable, Verdict
-from ansible_operator.runner.accelerations import accelerations, names
 from ansible_operator.runner.event_plugin import SOCKET_ENV, TOKEN_ENV
 from ansible_operator.runner.events import RunSummary
 from ansible_operator.runner.process import RunResult, RunSpec, execute
 from ansible_operator.runner.receiver import EventReceiver
 from ansible_operator.runner.rundir import prepare
-from ansible_operator.runner.warm import (
+from ansible_operator.runner.warm import acceleration
+from ansible_operator.runner.warm.acceleration import (
+    Acceleration,
+    Context,
+    Install,
+    Phase,
+    Unavailable,
+    Verdict,
+)
+from ansible_operator.runner.warm.accelerations import ACCELERATIONS, names
+from ansible_operator.runner.warm.processes import (
     WarmProcesses,
     ansible_environment,
     start_warm_processes,
@@ -72,7 +79,7 @@ def role(tmp_path: Path) -> Path:
 def not_for_this_ansible() -> set[str]:
     """The accelerations made for newer ansible-core releases than the installed one."""
     here = tuple(int(part) for part in metadata.version("ansible-core").split(".")[:2])
-    return {a.name for a in accelerations(Path()) if here < a.ansible_core_from}
+    return {a.name for a in ACCELERATIONS if here < a.ansible_core_from}
 
 
 async def start(tmp_path: Path, role: Path, switched_off: tuple[str, ...] = ()) -> WarmProcesses:
@@ -193,6 +200,15 @@ async def test_a_changed_private_function_turns_off_only_its_acceleration(
         await warm.stop()
 
 
+@pytest.fixture
+def fresh_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process's verdicts and probed records, as in a warm process that
+    probed only the test's own accelerations."""
+    monkeypatch.setattr(acceleration, "_verdicts", {})
+    monkeypatch.setattr(acceleration, "_probed", {})
+
+
+@pytest.mark.usefixtures("fresh_verdicts")
 def test_a_failing_probe_leaves_only_its_acceleration_off() -> None:
     def missing() -> None:
         raise Unavailable("SomeClass.private_method is missing")
@@ -202,10 +218,10 @@ def test_a_failing_probe_leaves_only_its_acceleration_off() -> None:
 
     verdicts = acceleration.probe(
         [
-            Acceleration("fine", "", "", "runs", lambda: None),
-            Acceleration("gone", "", "", "runs", missing),
-            Acceleration("crashing", "", "", "runs", broken),
-            Acceleration("unwanted", "", "", "runs", lambda: None),
+            Acceleration("fine", "", "", lambda: None),
+            Acceleration("gone", "", "", missing),
+            Acceleration("crashing", "", "", broken),
+            Acceleration("unwanted", "", "", lambda: None),
         ],
         switched_off=["unwanted"],
     )
@@ -218,14 +234,55 @@ def test_a_failing_probe_leaves_only_its_acceleration_off() -> None:
     assert acceleration.enabled("fine") and not acceleration.enabled("gone")
 
 
+@pytest.mark.usefixtures("fresh_verdicts")
 def test_an_installer_that_raises_changes_nothing_and_says_why(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    acceleration.probe([Acceleration("shaky", "", "", "runs", lambda: None)])
-
-    def install() -> None:
+    def install(_context: Context) -> None:
         raise AttributeError("no attribute '_private'")
 
-    assert acceleration.install("shaky", install) is False
+    shaky = Acceleration("shaky", "", "", lambda: None, (Install(Phase.RUN, install),))
+    acceleration.probe([shaky])
+    acceleration.install_phase(Phase.RUN, Context())
     assert not acceleration.enabled("shaky")
     assert "acceleration shaky not used here" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("fresh_verdicts")
+def test_each_phase_installs_what_is_on_and_has_what_it_needs() -> None:
+    installed: list[tuple[str, Phase, Context]] = []
+
+    def record(name: str, phase: Phase) -> Install:
+        return Install(phase, lambda context: installed.append((name, phase, context)))
+
+    helper = Acceleration("helper", "", "", lambda: None)
+    records = [
+        Acceleration("early", "", "", lambda: None, (record("early", Phase.WARM_RUNNER),)),
+        Acceleration(
+            "twice",
+            "",
+            "",
+            lambda: None,
+            (record("twice", Phase.WARM_RUNNER), record("twice", Phase.PLAYBOOK)),
+        ),
+        Acceleration("off", "", "", lambda: None, (record("off", Phase.WARM_RUNNER),)),
+        Acceleration(
+            "helped", "", "", lambda: None, (record("helped", Phase.PLAYBOOK),), ("helper",)
+        ),
+    ]
+    acceleration.probe([helper, *records], switched_off=["off", "helper"])
+    context = Context(scratch=Path("/scratch"))
+    acceleration.install_phase(Phase.WARM_RUNNER, context)
+    assert installed == [
+        ("early", Phase.WARM_RUNNER, context),
+        ("twice", Phase.WARM_RUNNER, context),
+    ]
+    installed.clear()
+    acceleration.install_phase(Phase.PLAYBOOK, context)
+    assert installed == [("twice", Phase.PLAYBOOK, context)]  # not "helped": no helper
+
+
+def test_each_acceleration_is_probed_where_it_is_installed() -> None:
+    sides = {a.name: a.side for a in ACCELERATIONS}
+    assert sides.pop("compiled-module-sources") == "modules"
+    assert set(sides.values()) == {"runs"}

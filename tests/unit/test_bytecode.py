@@ -6,7 +6,7 @@ from __future__ import annotations
 import traceback
 from pathlib import Path
 
-from ansible_operator.runner.bytecode import CompiledSources, collection_roots
+from ansible_operator.runner.warm.bytecode import CompiledSources, collection_roots
 
 UTIL = "def boom():\n    raise ValueError('from the util')\n"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ansible_operator.runner.hits import HitCounters
+from ansible_operator.runner.warm.hits import HitCounters
 
 
 def test_counts_from_many_forks_add_up_and_reset_in_place(tmp_path: Path) -> None:

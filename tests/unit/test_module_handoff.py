@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_operator.runner import module_handoff
-from ansible_operator.runner.module_handoff import assignments, hand_off
-from ansible_operator.runner.module_server import SESSION_ENV, open_session, write_shim
+from ansible_operator.runner.warm import module_handoff
+from ansible_operator.runner.warm.module_handoff import assignments, hand_off
+from ansible_operator.runner.warm.module_server import SESSION_ENV, open_session, write_shim
 from ansible_operator.testing.waiting import eventually
 
 SHIM = "/scratch/warm-runner/python"

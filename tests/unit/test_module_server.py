@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_operator.runner.module_server import write_shim
+from ansible_operator.runner.warm.module_server import write_shim
 
 SCRIPT = """
 import os, sys, time

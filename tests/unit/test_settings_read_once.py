@@ -15,8 +15,8 @@ from pathlib import Path
 # In a fresh interpreter: Ansible's constants are the process's own.
 SCRIPT = """
 import json, os, sys
-from ansible_operator.runner import acceleration, hits
-from ansible_operator.runner import ansible_settings as settings
+from ansible_operator.runner.warm import acceleration, hits
+from ansible_operator.runner.warm import ansible_settings as settings
 
 warm_dir, run_dir = sys.argv[1:3]
 os.chdir(warm_dir)

@@ -18,7 +18,7 @@ from ansible_operator.runner.event_plugin import SOCKET_ENV, TOKEN_ENV
 from ansible_operator.runner.events import RunSummary
 from ansible_operator.runner.process import RunResult, RunSpec, execute
 from ansible_operator.runner.receiver import EventReceiver
-from ansible_operator.runner.warm import (
+from ansible_operator.runner.warm.processes import (
     WarmProcesses,
     ansible_environment,
     start_warm_processes,

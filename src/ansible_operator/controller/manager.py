@@ -47,7 +47,11 @@ from ansible_operator.proxy.server import ApiProxy
 from ansible_operator.runner import cgroups, rundir
 from ansible_operator.runner.receiver import EventReceiver
 from ansible_operator.runner.run import AnsibleRunner
-from ansible_operator.runner.warm import WarmProcesses, ansible_environment, start_warm_processes
+from ansible_operator.runner.warm.processes import (
+    WarmProcesses,
+    ansible_environment,
+    start_warm_processes,
+)
 from ansible_operator.settings.precedence import Effective, effective
 from ansible_operator.watches import Watch, Webhook
 from ansible_operator.webhooks.service import WebhookService

@@ -11,7 +11,7 @@ the answer is "unknown" and nothing is reported.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import jinja2
@@ -396,14 +396,6 @@ def _result_key(node: nodes.Getattr | nodes.Getitem, scope: Scope) -> Inferred:
         kind, what = _RESULT_KEYS[key]
         return _of(kind, f"`{describe(node)}` is {what}")
     return _UNKNOWN
-
-
-def variable_types(values: Iterable[tuple[str, object]]) -> dict[str, Inferred]:
-    """Types of variables from their YAML values (templates are inferred too)."""
-    found: dict[str, Inferred] = {}
-    for name, value in values:
-        found[name] = literal_type(value, f"variable `{name}`")
-    return found
 
 
 def literal_type(value: object, what: str) -> Inferred:

@@ -31,7 +31,7 @@ from ansible_operator.runner.events import RunSummary
 from ansible_operator.runner.process import RunResult, RunSpec, execute
 from ansible_operator.runner.receiver import EventReceiver, EventSink
 from ansible_operator.runner.tasklog import TaskLogger
-from ansible_operator.runner.warm import WarmProcesses, ansible_environment
+from ansible_operator.runner.warm.processes import WarmProcesses, ansible_environment
 
 # What a run holds while it executes, given its spec (whose ident names the run).
 RunHold = Callable[[RunSpec], AbstractAsyncContextManager[object]]

@@ -33,10 +33,10 @@ from ansible_operator.runner import cgroups, priority, stopping
 from ansible_operator.runner.containment import Containment
 from ansible_operator.runner.event_plugin import TOKEN_ENV
 from ansible_operator.runner.events import RunSummary
-from ansible_operator.runner.forkserver import die_with_parent
 from ansible_operator.runner.output_errors import located_error
 from ansible_operator.runner.redaction import redact_artifacts
 from ansible_operator.runner.rundir import RunDir
+from ansible_operator.runner.warm.forkserver import die_with_parent
 from ansible_operator.sizes import format_size
 
 log = logging.getLogger("ansible_operator.runner")

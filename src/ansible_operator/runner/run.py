@@ -32,7 +32,7 @@ from ansible_operator.runner.events import RunSummary
 from ansible_operator.runner.play import AnsiblePlayer, RunPlan
 from ansible_operator.runner.process import RunResult, RunSpec
 from ansible_operator.runner.receiver import EventReceiver
-from ansible_operator.runner.warm import WarmProcesses
+from ansible_operator.runner.warm.processes import WarmProcesses
 from ansible_operator.settings.precedence import Effective, Overrides, effective
 from ansible_operator.watches import Watch
 

@@ -251,13 +251,3 @@ def rotate_artifacts(run_dir: RunDir, keep: int) -> None:
     )
     for entry in entries[: max(0, len(entries) - keep)]:
         shutil.rmtree(entry, ignore_errors=True)
-
-
-def latest_stdout(run_dir: RunDir, ident: str) -> Path:
-    return run_dir.artifacts / ident / "stdout"
-
-
-def environment_with(extra: dict[str, str]) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(extra)
-    return env

@@ -83,9 +83,3 @@ class TaskLogger:
         text = self.redactor.stdout(event)
         if text:
             log.info("ansible output %s\n%s", self.fields, text)
-
-
-def redact_secrets(value: Any) -> Any:
-    """Secret objects in task results (k8s_info of a Secret, say) keep their keys
-    but lose their values, so `everything` logging never prints Secret data."""
-    return Redactor().value(value)

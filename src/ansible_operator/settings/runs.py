@@ -112,7 +112,7 @@ class RunSettings:
             "(default: a private temporary directory)",
         ),
     )
-    # warm: modules run in forks of a warm interpreter (runner/module_server.py);
+    # warm: modules run in forks of a warm interpreter (runner/warm/module_server.py);
     # reference: a fresh interpreter per task, as Operator SDK's operator does.
     runner_mode: str = field(
         default="warm",
@@ -123,7 +123,7 @@ class RunSettings:
             "reference: a fresh interpreter per task, as Operator SDK does",
         ),
     )
-    # Warm-runner accelerations not to use (runner/accelerations.py), by name.
+    # Warm-runner accelerations not to use (runner/warm/accelerations.py), by name.
     disabled_accelerations: tuple[str, ...] = field(
         default=(),
         metadata=setting(

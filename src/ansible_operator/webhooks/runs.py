@@ -33,7 +33,7 @@ from ansible_operator.runner.events import RunSummary
 from ansible_operator.runner.play import AnsiblePlayer, RunPlan
 from ansible_operator.runner.process import RunSpec
 from ansible_operator.runner.receiver import EventReceiver
-from ansible_operator.runner.warm import WarmProcesses
+from ansible_operator.runner.warm.processes import WarmProcesses
 from ansible_operator.webhook_entries import Webhook
 from ansible_operator.webhooks.admission_limits import FairSlots, Ticket
 from ansible_operator.webhooks.answer import Answer, RunOutcome, answer_from_event

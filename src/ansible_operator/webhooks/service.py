@@ -31,7 +31,7 @@ from ansible_operator.options import OperatorOptions
 from ansible_operator.proxy.server import ApiProxy
 from ansible_operator.runner.cgroups import RunGroups
 from ansible_operator.runner.receiver import EventReceiver
-from ansible_operator.runner.warm import WarmProcesses
+from ansible_operator.runner.warm.processes import WarmProcesses
 from ansible_operator.settings.webhooks import (
     SERVICE_PORT,
     parse_bind_address,

@@ -19,7 +19,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner.acceleration import Acceleration, parameters_of, require, used
+from ansible_operator.runner.warm.acceleration import (
+    Acceleration,
+    Install,
+    Phase,
+    parameters_of,
+    require,
+    used,
+)
 
 NAME = "parsed-files-shared"
 ROLE_PARTS = ("tasks", "handlers", "vars", "defaults", "meta")
@@ -140,6 +147,9 @@ ACCELERATION = Acceleration(
     "for a role of a few files, more for large ones)",
     relies_on="ansible.parsing.dataloader.DataLoader (load_from_file's arguments, "
     "its _FILE_CACHE, path_dwim)",
-    side="runs",
     probe=probe,
+    installs=(
+        Install(Phase.WARM_RUNNER, lambda context: prime(list(context.targets))),
+        Install(Phase.PLAYBOOK, lambda _context: install()),
+    ),
 )

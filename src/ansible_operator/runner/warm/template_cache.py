@@ -28,8 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner.acceleration import (
+from ansible_operator.runner.warm.acceleration import (
     Acceleration,
+    Install,
+    Phase,
     Unavailable,
     parameters_of,
     require,
@@ -213,6 +215,6 @@ ACCELERATION = Acceleration(
     "loaded by every later worker",
     relies_on="AnsibleEnvironment.compile (2.19+: ansible._internal._templating._jinja_bits, "
     "with _TemplateCompileContext; 2.18: ansible.template)",
-    side="runs",
     probe=probe,
+    installs=(Install(Phase.PLAYBOOK, lambda context: install(context.scratch / "templates")),),
 )

@@ -18,7 +18,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner.acceleration import Acceleration, parameters_of, require, used
+from ansible_operator.runner.warm.acceleration import (
+    Acceleration,
+    Install,
+    Phase,
+    parameters_of,
+    require,
+    used,
+)
 
 NAME = "local-tmp-in-process"
 # What install() replaces, with the parameters Ansible passes them, and what
@@ -127,6 +134,6 @@ ACCELERATION = Acceleration(
     saves="three shell commands per file-transferring task (echo ~, mkdir, rm -rf)",
     relies_on="ActionBase._make_tmp_path, _remove_tmp_path, _remote_expand_user; "
     "ShellBase._generate_temp_dir_name",
-    side="runs",
     probe=probe,
+    installs=(Install(Phase.PLAYBOOK, lambda _context: install()),),
 )

@@ -37,10 +37,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from ansible_operator.runner import acceleration, bytecode, cgroups, priority
-from ansible_operator.runner.acceleration import require
-from ansible_operator.runner.bytecode import CompiledSources, collection_roots
-from ansible_operator.runner.forkserver import die_with_parent, listen, serve_forks
+from ansible_operator.runner import cgroups, priority
+from ansible_operator.runner.warm import acceleration, bytecode
+from ansible_operator.runner.warm.acceleration import Acceleration, Context, Phase, require
+from ansible_operator.runner.warm.forkserver import die_with_parent, listen, serve_forks
 
 # Imported once, here. Ansible's own module_utils come from the installation
 # the operator's ansible-playbook runs from, so they are the very code each
@@ -78,7 +78,7 @@ from ansible.module_utils.basic import AnsibleModule
 print(AnsibleModule.__name__)
 sys.exit(3)
 """
-_compiled = CompiledSources()
+_shim: Path | None = None  # written by `write_shim`, checked by the probe
 _session_groups: str | None = None  # in a run's session: the run's cgroups, joined
 # The shim runs once per task: it imports only what the interpreter has built
 # in (no `socket`, no `json`: ~15 ms less per task). marshal is safe here:
@@ -112,10 +112,12 @@ sys.exit(int(code) if code.strip() else 1)
 
 
 def write_shim(path: Path, socket_path: Path) -> Path:
+    global _shim
     path.write_text(
         SHIM.format(python=sys.executable, socket=str(socket_path), session_env=SESSION_ENV)
     )
     path.chmod(0o700)
+    _shim = path
     return path
 
 
@@ -295,7 +297,7 @@ def _run_child(conn: socket.socket) -> None:
         argv = [str(arg) for arg in request["argv"]]  # type: ignore[union-attr]
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         sys.meta_path.append(PayloadFinder())
-        acceleration.install(bytecode.NAME, _compiled.install)
+        acceleration.install_phase(Phase.MODULE, Context())
         acceleration.used(NAME)
         try:
             if argv and not argv[0].startswith("-"):
@@ -327,16 +329,17 @@ def preload() -> None:
     for name in WARM_IMPORTS:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
-    if acceleration.enabled(bytecode.NAME):
-        _compiled.precompile(collection_roots(dict(os.environ)))
+    acceleration.install_phase(Phase.MODULE_INTERPRETER, Context())
 
 
-def probe_interpreter(shim: Path) -> None:
+def probe_interpreter() -> None:
     """A program run through the shim, as Ansible runs a pipelined module
     (the program on stdin), imports Ansible's module_utils and comes back
     with its output and exit code, as under plain Python."""
     import subprocess
 
+    shim = _shim
+    require(shim is not None, "no interpreter shim was written")
     try:
         done = subprocess.run(
             [str(shim)],
@@ -359,16 +362,16 @@ def handle(conn: socket.socket) -> NoReturn:
     os._exit(0)  # _run_child never returns
 
 
-def interpreter_acceleration(shim: Path) -> acceleration.Acceleration:
-    return acceleration.Acceleration(
-        name=NAME,
-        saves="a Python start and ~0.4 s of imports per task: modules run in forks "
-        "of an interpreter that imported module_utils and the Kubernetes client once",
-        relies_on="a module payload runs as a script under any Python named as "
-        "ansible_python_interpreter, pipelined on stdin",
-        side="runs",
-        probe=lambda: probe_interpreter(shim),
-    )
+# No installer: the warm runner opens each run a session of it, and the
+# operator names the shim as the runs' interpreter, when it is on.
+ACCELERATION = Acceleration(
+    name=NAME,
+    saves="a Python start and ~0.4 s of imports per task: modules run in forks "
+    "of an interpreter that imported module_utils and the Kubernetes client once",
+    relies_on="a module payload runs as a script under any Python named as "
+    "ansible_python_interpreter, pipelined on stdin",
+    probe=probe_interpreter,
+)
 
 
 if __name__ == "__main__":

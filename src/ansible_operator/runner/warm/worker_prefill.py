@@ -18,8 +18,10 @@ import contextlib
 import importlib
 import itertools
 
-from ansible_operator.runner.acceleration import (
+from ansible_operator.runner.warm.acceleration import (
     Acceleration,
+    Install,
+    Phase,
     Unavailable,
     parameters_of,
     require,
@@ -104,7 +106,7 @@ ACCELERATION = Acceleration(
     "the task result's field mapping (type hints, ~20 ms), once per task",
     relies_on="the JSON profiles of ansible.module_utils._internal._json (2.19+); "
     "ansible._internal._task.UnifiedTaskResult's functools caches (2.21+)",
-    side="runs",
     probe=probe,
+    installs=(Install(Phase.WARM_RUNNER, lambda _context: prefill()),),
     ansible_core_from=(2, 19),
 )

@@ -25,8 +25,16 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner.acceleration import Acceleration, parameters_of, require, used
-from ansible_operator.runner.module_server import SESSION_ENV, send_request
+from ansible_operator.runner.warm.acceleration import (
+    Acceleration,
+    Install,
+    Phase,
+    parameters_of,
+    require,
+    used,
+)
+from ansible_operator.runner.warm.module_server import NAME as MODULE_INTERPRETER
+from ansible_operator.runner.warm.module_server import SESSION_ENV, send_request
 
 NAME = "module-handoff"
 _NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -215,6 +223,7 @@ ACCELERATION = Acceleration(
     relies_on="the local connection's exec_command(cmd, in_data, sudoable); the sh shell's "
     "env_prefix and build_module_command; ActionBase wrapping a command in "
     "`DEFAULT_EXECUTABLE -c`",
-    side="runs",
     probe=probe,
+    installs=(Install(Phase.PLAYBOOK, lambda _context: install()),),
+    needs=(MODULE_INTERPRETER,),
 )

@@ -14,7 +14,14 @@ import os
 import tempfile
 from pathlib import Path
 
-from ansible_operator.runner.acceleration import Acceleration, enabled, require, used
+from ansible_operator.runner.warm.acceleration import (
+    Acceleration,
+    Install,
+    Phase,
+    enabled,
+    require,
+    used,
+)
 
 SETTINGS_READ_ONCE = "settings-read-once"
 TEMPORARY_TYPES = ("tmppath", "temppath", "tmp")
@@ -151,6 +158,6 @@ SETTINGS_ACCELERATION = Acceleration(
     saves="reading ~220 Ansible settings again in every run (~15 ms): only those a run "
     "can read otherwise",
     relies_on="ansible.constants.config's definitions (their types) and set_constant",
-    side="runs",
     probe=probe,
+    installs=(Install(Phase.WARM_RUNNER, lambda _context: note_settings_per_directory()),),
 )

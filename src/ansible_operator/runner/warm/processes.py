@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ansible_operator.collections import COLLECTIONS_PATH
-from ansible_operator.runner.acceleration import Verdict
 from ansible_operator.runner.ansible_paths import ansible_search_paths, joined
-from ansible_operator.runner.hits import HITS_FILE, HitCounters
-from ansible_operator.runner.module_server import NAME as MODULE_INTERPRETER
-from ansible_operator.runner.module_server import SHIM_FILE
-from ansible_operator.runner.plugin_preload import OWN_CALLBACKS
+from ansible_operator.runner.warm.acceleration import Verdict
+from ansible_operator.runner.warm.hits import HITS_FILE, HitCounters
+from ansible_operator.runner.warm.module_server import NAME as MODULE_INTERPRETER
+from ansible_operator.runner.warm.module_server import SHIM_FILE
+from ansible_operator.runner.warm.plugin_preload import OWN_CALLBACKS
 
 log = logging.getLogger("ansible_operator.runner")
 START_TIMEOUT = 60.0
@@ -69,7 +69,7 @@ class WarmProcesses:
     run_socket: Path  # where runs are asked of the warm runner
     process: asyncio.subprocess.Process  # the warm runner; the module interpreter is its child
     accelerations: dict[str, Verdict]  # each acceleration's verdict, in report order
-    hits_file: Path  # how often each was used (runner/hits.py)
+    hits_file: Path  # how often each was used (hits.py)
 
     def hits(self) -> dict[str, int]:
         try:
@@ -103,7 +103,7 @@ async def start_warm_processes(
         sys.executable,
         "-P",  # the operator's working directory is not an import path
         "-m",
-        "ansible_operator.runner.run_server",
+        "ansible_operator.runner.warm.run_server",
         str(run_socket),
         str(module_socket),
         str(runner_scratch),

@@ -1,10 +1,7 @@
-"""Accelerations of a warm run's ansible-runner and ansible-playbook forks,
-each a probe and an installer (see acceleration.py).
+"""Small accelerations of a warm run's ansible-runner and ansible-playbook
+forks, each a probe and an installer (see acceleration.py); playbook-in-fork
+is playbook_fork.py.
 
-- playbook-in-fork: where ansible-runner starts `ansible-playbook` in a
-  pseudo-terminal (pexpect.spawn), the terminal's child becomes
-  ansible-playbook by calling its entry point instead of exec-ing a new
-  interpreter (run_server.py says how);
 - pty-close-without-delay: pexpect's 0.1 s sleep after closing the terminal;
 - event-files-whole: ansible-runner's event files written in one call;
 - worker-gc-freeze: Ansible's per-task worker forks do not copy what their
@@ -17,67 +14,21 @@ import contextlib
 import gc
 import inspect
 import json
-import os
 import types
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner.acceleration import Acceleration, parameters_of, require, used
+from ansible_operator.runner.warm.acceleration import (
+    Acceleration,
+    Install,
+    Phase,
+    parameters_of,
+    require,
+    used,
+)
 
-PLAYBOOK_IN_FORK = "playbook-in-fork"
 PTY_CLOSE = "pty-close-without-delay"
 EVENT_FILES = "event-files-whole"
 WORKER_GC = "worker-gc-freeze"
-PLAYBOOK_COMMAND = "ansible-playbook"
-
-
-# ----- playbook-in-fork -------------------------------------------------------
-def probe_playbook_in_fork() -> None:
-    import ansible_runner.runner as runner_module
-    import pexpect
-    from ansible import constants
-
-    require(
-        "preexec_fn" in parameters_of(pexpect.spawn.__init__),
-        "pexpect.spawn takes no preexec_fn",
-    )
-    require(
-        "pexpect.spawn(" in inspect.getsource(runner_module),
-        "ansible_runner.runner no longer starts ansible-playbook with pexpect.spawn",
-    )
-    from ansible.cli.playbook import PlaybookCLI
-
-    require(
-        callable(getattr(PlaybookCLI, "cli_executor", None)),
-        "ansible.cli.playbook.PlaybookCLI.cli_executor is missing",
-    )
-    config = getattr(constants, "config", None)
-    require(
-        callable(getattr(constants, "set_constant", None))
-        and callable(getattr(config, "get_configuration_definitions", None))
-        and callable(getattr(config, "get_config_value", None)),
-        "ansible.constants cannot re-read settings (set_constant, "
-        "config.get_configuration_definitions, config.get_config_value)",
-    )
-
-
-def install_playbook_in_fork(play_here: Callable[[list[str], dict[str, str]], None]) -> None:
-    """`play_here(argv, env)`: what the terminal's child does instead of exec."""
-    import pexpect
-
-    real_spawn = pexpect.spawn
-    which = pexpect.which
-
-    def spawn(command: str, args: list[str] | None = None, **kwargs: Any) -> Any:
-        argv = [command, *(args or [])]
-        env = kwargs.get("env") or dict(os.environ)
-        if Path(command).name == PLAYBOOK_COMMAND and kwargs.get("preexec_fn") is None:
-            resolved = which(command, env=env) or command
-            kwargs["preexec_fn"] = lambda: play_here([resolved, *argv[1:]], env)
-        return real_spawn(command, args or [], **kwargs)
-
-    pexpect.spawn = spawn  # type: ignore[misc]
 
 
 # ----- pty-close-without-delay --------------------------------------------------
@@ -179,33 +130,24 @@ def install_worker_gc() -> None:
     WorkerProcess.start = frozen_start  # type: ignore[method-assign]
 
 
-PLAYBOOK_IN_FORK_ACCELERATION = Acceleration(
-    name=PLAYBOOK_IN_FORK,
-    saves="a Python start and ~1 s of imports per run: ansible-playbook runs in a "
-    "fork of the warm runner",
-    relies_on="pexpect.spawn(preexec_fn=...) called by ansible_runner.runner; "
-    "PlaybookCLI.cli_executor; ansible.constants.set_constant and config",
-    side="runs",
-    probe=probe_playbook_in_fork,
-)
 PTY_CLOSE_ACCELERATION = Acceleration(
     name=PTY_CLOSE,
     saves="0.1 s per run: pexpect's sleep after closing the terminal",
     relies_on="pexpect.spawn.ptyproc, ptyprocess.PtyProcess.delayafterclose",
-    side="runs",
     probe=probe_pty_close,
+    installs=(Install(Phase.RUN, lambda _context: install_pty_close()),),
 )
 EVENT_FILES_ACCELERATION = Acceleration(
     name=EVENT_FILES,
     saves="one write instead of one per JSON fragment for each event file",
     relies_on="ansible_runner.runner.json (json.dump)",
-    side="runs",
     probe=probe_event_files,
+    installs=(Install(Phase.RUN, lambda _context: install_event_files()),),
 )
 WORKER_GC_ACCELERATION = Acceleration(
     name=WORKER_GC,
     saves="memory: task workers do not copy what their garbage collector would walk",
     relies_on="ansible.executor.process.worker.WorkerProcess.start",
-    side="runs",
     probe=probe_worker_gc,
+    installs=(Install(Phase.PLAYBOOK, lambda _context: install_worker_gc()),),
 )

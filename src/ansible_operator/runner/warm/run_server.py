@@ -18,11 +18,13 @@ environment differs only in settings that Ansible reads at run time gets
 those re-read, and any other difference makes that run start the real
 `ansible-playbook` instead, so a run never sees stale configuration.
 
-What makes a run faster than that (ansible-playbook in the fork among it) is
-a list of accelerations (accelerations.py), each probed here at start-up
-against the installed versions: one that does not apply stays off, and the
-run gets the stock behaviour for it. The `ready` line reports each verdict;
-the file `acceleration-hits` counts how often each was used.
+What makes a run faster than that (ansible-playbook in the fork among it,
+playbook_fork.py) is a list of accelerations (accelerations.py), each probed
+here at start-up against the installed versions: one that does not apply
+stays off, and the run gets the stock behaviour for it. Those that are on
+are installed at each phase (acceleration.Phase): here before serving, in
+each run's fork, in its ansible-playbook. The `ready` line reports each
+verdict; the file `acceleration-hits` counts how often each was used.
 
 Protocol (one unix connection per run, the operator's alone): the operator
 sends one JSON line `{"argv": [...], "env": {...}, "cwd": "..."}` (argv as
@@ -34,7 +36,6 @@ runner kills the whole run.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import gc
 import importlib
@@ -46,37 +47,15 @@ import socket
 import sys
 import tempfile
 import threading
-import warnings
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ansible_operator.runner import (
-    acceleration,
-    cgroups,
-    hits,
-    local_tmp,
-    module_handoff,
-    module_server,
-    parse_cache,
-    payload_cache,
-    plugin_preload,
-    prebuild,
-    priority,
-    proctree,
-    runner_patches,
-    template_cache,
-    worker_prefill,
-)
-from ansible_operator.runner.accelerations import accelerations
-from ansible_operator.runner.ansible_settings import (
-    SETTINGS_READ_ONCE,
-    note_settings_per_directory,
-    remember_preload_settings,
-    reread_ansible_settings,
-    stale_settings,
-)
-from ansible_operator.runner.forkserver import die_with_parent, listen, serve_forks
+from ansible_operator.runner import cgroups, priority, proctree
+from ansible_operator.runner.warm import acceleration, hits, module_handoff, module_server
+from ansible_operator.runner.warm.acceleration import Context, Phase
+from ansible_operator.runner.warm.accelerations import ACCELERATIONS
+from ansible_operator.runner.warm.ansible_settings import remember_preload_settings
+from ansible_operator.runner.warm.forkserver import die_with_parent, listen, serve_forks
 
 # What every run imports. Not ansible-runner's display callback: it reads the
 # run's artifact directory from the environment when it is imported.
@@ -105,7 +84,7 @@ WARM_IMPORTS = (
     "jinja2",
     "yaml",
 )
-_shared_root = Path()  # caches shared by the runs (payloads, templates)
+_context = Context()  # what the accelerations' installers are told
 _module_socket = Path()  # the warm module interpreter's
 MAX_REQUEST = 16 << 20
 SESSION_END_WAIT = 1.0  # seconds
@@ -123,60 +102,6 @@ def runner_environment(scratch: Path) -> dict[str, str]:
     return {str(key): str(value) for key, value in config.env.items()}
 
 
-def _playbook_here(argv: list[str], env: dict[str, str]) -> None:
-    """pexpect's pre-exec hook in the pseudo-terminal fork: be ansible-playbook."""
-    # Every descriptor but the terminal: pexpect's exec-error pipe among them,
-    # which tells its parent the "exec" happened.
-    os.closerange(3, os.sysconf("SC_OPEN_MAX"))
-    hits.forget_descriptor()
-    stale = stale_settings(env)
-    if stale:
-        sys.stderr.write(
-            "ansible-operator: this run's Ansible settings differ from the warm runner's "
-            f"({', '.join(sorted(stale))}): starting a fresh ansible-playbook\n"
-        )
-        sys.stderr.flush()
-        os.execvpe(argv[0], argv, env)
-    code = 1
-    try:
-        os.environ.clear()
-        os.environ.update(env)
-        tempfile.tempdir = None
-        for stream in (sys.stdout, sys.stderr):
-            stream.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
-        reread_ansible_settings(env)
-        acceleration.used(runner_patches.PLAYBOOK_IN_FORK)
-        acceleration.install(runner_patches.WORKER_GC, runner_patches.install_worker_gc)
-        acceleration.install(local_tmp.NAME, local_tmp.install)
-        if acceleration.enabled(module_server.NAME):
-            acceleration.install(module_handoff.NAME, module_handoff.install)
-        acceleration.install(payload_cache.NAME, _share_payloads(Path(argv[-1])))
-        acceleration.install(
-            template_cache.NAME, lambda: template_cache.install(_shared_root / "templates")
-        )
-        acceleration.install(parse_cache.NAME, parse_cache.install)
-        # The server configured it already, with this run's settings.
-        warnings.filterwarnings("ignore", "AnsibleCollectionFinder has already been configured")
-        from ansible.cli.playbook import PlaybookCLI
-
-        sys.argv = list(argv)
-        PlaybookCLI.cli_executor(list(argv))
-        code = 0
-    except SystemExit as done:
-        code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
-    except BaseException as error:
-        with contextlib.suppress(Exception):
-            sys.stderr.write(f"ansible-operator warm runner: {error!r}\n")
-    finally:
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        # Ansible's own clean-up (its local temporary directory).
-        with contextlib.suppress(Exception):
-            atexit._run_exitfuncs()
-        os._exit(code)
-
-
 # ----- the runner (one fork per run) -------------------------------------------
 class _Run:
     def kill(self) -> None:
@@ -186,14 +111,6 @@ class _Run:
         proctree.signal_all(everything[1:], signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(os.getpid(), signal.SIGKILL)
-
-
-def _share_payloads(playbook: Path) -> Callable[[], None]:
-    def share() -> None:
-        if payload_cache.share_payload_cache(_shared_root / "payloads", playbook):
-            acceleration.used(payload_cache.NAME)
-
-    return share
 
 
 def _watch_connection(conn: socket.socket, run: _Run) -> None:
@@ -225,12 +142,7 @@ def _runner(conn: socket.socket) -> None:
         tempfile.tempdir = None
         os.chdir(request["cwd"])
         threading.Thread(target=_watch_connection, args=(conn, run), daemon=True).start()
-        acceleration.install(
-            runner_patches.PLAYBOOK_IN_FORK,
-            lambda: runner_patches.install_playbook_in_fork(_playbook_here),
-        )
-        acceleration.install(runner_patches.PTY_CLOSE, runner_patches.install_pty_close)
-        acceleration.install(runner_patches.EVENT_FILES, runner_patches.install_event_files)
+        acceleration.install_phase(Phase.RUN, _context)
         from ansible_runner.__main__ import main
 
         argv = [str(arg) for arg in request["argv"]]
@@ -283,13 +195,11 @@ def _read_request(conn: socket.socket) -> dict[str, Any]:
 
 
 # ----- the server ---------------------------------------------------------------
-def _start_module_server(
-    module_socket: Path, every: tuple[acceleration.Acceleration, ...], switched_off: list[str]
-) -> None:
+def _start_module_server(module_socket: Path, switched_off: list[str]) -> None:
     """The warm module interpreter, forked before Ansible's controller side is
     imported here: it has only what modules need, and the Python and
     libraries both load are in memory once."""
-    acceleration.probe((a for a in every if a.side == "modules"), switched_off)
+    acceleration.probe((a for a in ACCELERATIONS if a.side == "modules"), switched_off)
     module_server.preload()
     listener = listen(module_socket)
     gc.freeze()  # our collector must not walk (and so copy) what the fork shares
@@ -312,29 +222,25 @@ def serve(
     die_with_parent()
     shim = module_server.write_shim(scratch / module_server.SHIM_FILE, module_socket)
     module_handoff.configure(shim, module_socket)
-    every = accelerations(shim)
-    counters = hits.HitCounters.create(scratch / hits.HITS_FILE, [a.name for a in every])
+    counters = hits.HitCounters.create(scratch / hits.HITS_FILE, [a.name for a in ACCELERATIONS])
     hits.use(counters)
-    _start_module_server(module_socket, every, switched_off)
+    _start_module_server(module_socket, switched_off)
     # Ansible's configuration as a run sees it: ansible-runner's additions
     # (callback plugins, stdout callback, ...) on top of the operator's.
     os.environ.update(runner_environment(scratch))
     os.chdir(scratch)  # no ansible.cfg here, as in a run's project directory
-    global _shared_root, _module_socket
-    _shared_root = scratch
+    global _context, _module_socket
+    _context = Context(scratch=scratch, targets=tuple(targets))
     _module_socket = module_socket
     (scratch / "templates").mkdir(mode=0o700, exist_ok=True)
     remember_preload_settings(dict(os.environ))
     for name in WARM_IMPORTS:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
-    acceleration.probe((a for a in every if a.side == "runs"), switched_off)
-    verdicts = {a.name: acceleration.verdict(a.name) for a in every}
+    acceleration.probe((a for a in ACCELERATIONS if a.side == "runs"), switched_off)
+    verdicts = {a.name: acceleration.verdict(a.name) for a in ACCELERATIONS}
     counters.reset()  # what the probes did is not a use
-    acceleration.install(plugin_preload.NAME, plugin_preload.preload)
-    acceleration.install(SETTINGS_READ_ONCE, note_settings_per_directory)
-    acceleration.install(worker_prefill.NAME, worker_prefill.prefill)
-    acceleration.install(parse_cache.NAME, lambda: parse_cache.prime(targets))
+    acceleration.install_phase(Phase.WARM_RUNNER, _context)
     # Made when Ansible's settings were read; each run makes (and removes) its own.
     from ansible import constants
 
@@ -342,10 +248,10 @@ def serve(
     listener = listen(run_socket)
     report = {name: verdict.as_json() for name, verdict in verdicts.items()}
     print(f"ready {json.dumps(report)}", flush=True)
-    if targets and acceleration.enabled(prebuild.NAME) and os.fork() == 0:
+    if targets and acceleration.installers(Phase.BACKGROUND) and os.fork() == 0:
         listener.close()
         os.nice(10)  # runs come first
-        prebuild.prebuild(_shared_root / "payloads", targets)
+        acceleration.install_phase(Phase.BACKGROUND, _context)
         os._exit(0)
     serve_forks(listener, _handle)
 

@@ -24,7 +24,14 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from ansible_operator.runner.acceleration import Acceleration, require
+from ansible_operator.runner.warm.acceleration import (
+    Acceleration,
+    Context,
+    Install,
+    Phase,
+    require,
+    used,
+)
 
 NAME = "shared-payload-cache"
 CACHE_NAME = "ansiballz_cache"
@@ -142,11 +149,17 @@ def share_payload_cache(shared_root: Path, playbook: Path, identity: bytes | Non
     return any(shared.iterdir())
 
 
+def _share(context: Context) -> None:
+    """In a run's ansible-playbook: the payloads of runs with its sources."""
+    if context.playbook and share_payload_cache(context.scratch / "payloads", context.playbook):
+        used(NAME)
+
+
 ACCELERATION = Acceleration(
     name=NAME,
     saves="half the CPU of a warm reconcile: module payloads (AnsiballZ) built "
     "once for every run with the same sources",
     relies_on="module_common caches payloads in DEFAULT_LOCAL_TMP/ansiballz_cache",
-    side="runs",
     probe=probe,
+    installs=(Install(Phase.PLAYBOOK, _share),),
 )

@@ -20,9 +20,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner.acceleration import Acceleration, parameters_of, require, used
-from ansible_operator.runner.ansible_settings import reread_ansible_settings
-from ansible_operator.runner.payload_cache import CACHE_NAME, roles_identity, share_payload_cache
+from ansible_operator.runner.warm.acceleration import (
+    Acceleration,
+    Context,
+    Install,
+    Phase,
+    parameters_of,
+    require,
+    used,
+)
+from ansible_operator.runner.warm.ansible_settings import reread_ansible_settings
+from ansible_operator.runner.warm.payload_cache import (
+    CACHE_NAME,
+    roles_identity,
+    share_payload_cache,
+)
 
 NAME = "payload-prebuild"
 MODIFY_MODULE_ARGUMENTS = (
@@ -160,12 +172,16 @@ def prebuild(payload_root: Path, targets: list[dict[str, str]]) -> None:
             os.waitpid(pid, 0)
 
 
+def _prebuild(context: Context) -> None:
+    prebuild(context.scratch / "payloads", list(context.targets))
+
+
 ACCELERATION = Acceleration(
     name=NAME,
     saves="~0.3 s per module on the first reconcile after start-up: payloads built "
     "ahead, while nothing runs",
     relies_on="module_common.modify_module(...), module_loader.find_plugin_with_context, "
     "Playbook.load, Play.load",
-    side="runs",
     probe=probe,
+    installs=(Install(Phase.BACKGROUND, _prebuild),),
 )

@@ -13,7 +13,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.runner.acceleration import Acceleration, require, used
+from ansible_operator.runner.warm.acceleration import Acceleration, Install, Phase, require, used
 
 NAME = "plugin-preload"
 # Our own callback plugins, on every run's callback path (warm.ansible_environment).
@@ -131,6 +131,6 @@ ACCELERATION = Acceleration(
     name=NAME,
     saves="finding, importing and parsing the documentation of ~40 plugins in every run",
     relies_on="ansible.plugins.loader (init_plugin_loader and the plugin loaders' caches)",
-    side="runs",
     probe=probe,
+    installs=(Install(Phase.WARM_RUNNER, lambda _context: preload()),),
 )

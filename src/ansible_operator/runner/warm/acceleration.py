@@ -1,0 +1,185 @@
+"""What an acceleration is, and how one is switched on or left off.
+
+Each warm-runner acceleration reaches into a private part of ansible-core,
+ansible-runner, pexpect or Python (a method it replaces, a module attribute,
+a cache directory's name). Private parts change between releases without
+notice, so each acceleration comes with a probe that checks, against the
+installed versions and before any run, that what it relies on is there and
+means what it expects. A probe that fails leaves that acceleration off (the
+stock behaviour instead) and says why; the others are unaffected. An
+acceleration that still fails to install in a run is off for that run only,
+and the run goes on.
+
+Each acceleration is a record: what it saves, what it relies on, its probe,
+and its installers, each for a phase of a warm process's life (`Phase`).
+The warm processes probe the records once, then at each phase install those
+that are on (`install_phase`); they name no acceleration. The list of
+accelerations is accelerations.py; this module knows none of them.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from ansible_operator.runner.warm import hits
+
+# Where an acceleration is probed: the warm module interpreter (imports only
+# what modules need) or the warm runner (Ansible's controller side).
+Side = Literal["modules", "runs"]
+
+
+class Phase(enum.Enum):
+    """When, and in which process, an installer runs; in the order of a warm
+    runner's life."""
+
+    # The warm module interpreter, once, before it serves: what its forks share.
+    MODULE_INTERPRETER = "module interpreter"
+    MODULE = "module"  # each module run, in its fork, before the module runs
+    # The warm runner, once, Ansible imported, before it serves: what its forks share.
+    WARM_RUNNER = "warm runner"
+    # Once the warm runner serves, in a fork of it at a low priority, when the
+    # watches have roles or playbooks: work done ahead for their runs.
+    BACKGROUND = "background"
+    RUN = "run"  # each run, in its fork, before ansible-runner starts
+    PLAYBOOK = "playbook"  # each run's ansible-playbook, in its fork, before it plays
+
+
+MODULE_SIDE = (Phase.MODULE_INTERPRETER, Phase.MODULE)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What installers may need to know of the warm runner and the run."""
+
+    scratch: Path = Path()  # the warm runner's directory: caches its runs share
+    targets: tuple[dict[str, str], ...] = ()  # the watches' roles and playbooks
+    playbook: Path | None = None  # in phase PLAYBOOK: the playbook played
+
+
+@dataclass(frozen=True)
+class Install:
+    phase: Phase
+    # Looks everything up before it replaces anything: one that raises has
+    # changed nothing.
+    installer: Callable[[Context], object]
+
+
+class Unavailable(Exception):
+    """Why an acceleration does not apply to the installed versions."""
+
+
+@dataclass(frozen=True)
+class Acceleration:
+    name: str
+    saves: str  # what it saves, for people reading `doctor`
+    relies_on: str  # the private parts it uses, named as their owners name them
+    probe: Callable[[], None]  # raises Unavailable (or anything) when it must stay off
+    # Where it is installed; none: its own code asks `enabled(name)` where it applies.
+    installs: tuple[Install, ...] = ()
+    needs: tuple[str, ...] = ()  # accelerations without which it is not installed
+    # The oldest ansible-core whose private parts it uses; on older ones its probe
+    # fails by design (tests expect it off there, and on from this one up).
+    ansible_core_from: tuple[int, int] = (2, 18)
+
+    @property
+    def side(self) -> Side:
+        """Probed where it is installed: in the module interpreter for what
+        modules use, in the warm runner for the rest."""
+        module_side = any(step.phase in MODULE_SIDE for step in self.installs)
+        return "modules" if module_side else "runs"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    on: bool
+    why: str = ""  # empty when on
+
+    def as_json(self) -> dict[str, object]:
+        return {"on": self.on, "why": self.why}
+
+
+SWITCHED_OFF = "switched off (--disable-acceleration)"
+_verdicts: dict[str, Verdict] = {}
+_probed: dict[str, Acceleration] = {}  # in the order probed: the order installed
+
+
+def probe(
+    accelerations: Iterable[Acceleration], switched_off: Iterable[str] = ()
+) -> dict[str, Verdict]:
+    """Probe each acceleration in this process; remember and return the verdicts."""
+    off = set(switched_off)
+    found: dict[str, Verdict] = {}
+    for acceleration in accelerations:
+        _probed[acceleration.name] = acceleration
+        if acceleration.name in off:
+            found[acceleration.name] = Verdict(False, SWITCHED_OFF)
+            continue
+        try:
+            acceleration.probe()
+        except Unavailable as reason:
+            found[acceleration.name] = Verdict(False, str(reason))
+        except Exception as error:  # a probe must not take the warm runner down
+            found[acceleration.name] = Verdict(False, f"its probe failed: {error!r}")
+        else:
+            found[acceleration.name] = Verdict(True)
+    _verdicts.update(found)
+    return found
+
+
+def verdict(name: str) -> Verdict:
+    return _verdicts.get(name) or Verdict(False, "not probed")
+
+
+def enabled(name: str) -> bool:
+    return verdict(name).on
+
+
+def _wanted(acceleration: Acceleration) -> bool:
+    return enabled(acceleration.name) and all(enabled(name) for name in acceleration.needs)
+
+
+def installers(phase: Phase) -> list[tuple[str, Callable[[Context], object]]]:
+    """The installers of `phase` to run in this process: of the accelerations
+    probed here and on, in the order probed."""
+    return [
+        (acceleration.name, step.installer)
+        for acceleration in _probed.values()
+        if _wanted(acceleration)
+        for step in acceleration.installs
+        if step.phase is phase
+    ]
+
+
+def install_phase(phase: Phase, context: Context) -> None:
+    """Install, in this process, every acceleration that is on and has an
+    installer for `phase`. One that raises has changed nothing: the stock
+    behaviour stays, for this process (and its forks), and the output says why."""
+    for name, installer in installers(phase):
+        if not enabled(name):  # an earlier installer of it failed here
+            continue
+        try:
+            installer(context)
+        except Exception as error:
+            _verdicts[name] = Verdict(False, f"failed to install: {error!r}")
+            sys.stderr.write(f"ansible-operator: acceleration {name} not used here: {error!r}\n")
+
+
+def used(name: str, amount: int = 1) -> None:
+    """An acceleration did its work once (`amount` times)."""
+    hits.count(name, amount)
+
+
+def require(condition: object, missing: str) -> None:
+    """For probes: `missing` is what is not as expected."""
+    if not condition:
+        raise Unavailable(missing)
+
+
+def parameters_of(function: Callable[..., object]) -> set[str]:
+    return set(inspect.signature(function).parameters)
