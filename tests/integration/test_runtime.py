@@ -157,7 +157,6 @@ def test_syntax_error_is_a_failure_with_the_reason_not_a_stuck_running(
             "metadata": {"name": "broken"},
             "spec": {},
         },
-        plural="brokens",
     )
     obj = wait_for_condition(
         kube_api, GROUP, VERSION, "brokens", kube_namespace, "broken", "Failure"
