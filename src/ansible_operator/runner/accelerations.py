@@ -2,7 +2,7 @@
 
 Each is one module's probe and installer (see acceleration.py). To add one:
 write its module with a probe, an installer and a hit count, list it here,
-and extend tests/unit/test_accelerations.py, which fails when an
+and extend tests/processes/test_accelerations.py, which fails when an
 acceleration that is on was never used.
 """
 

@@ -1,4 +1,5 @@
-"""Fixtures shared by the unit tests that run Ansible for real."""
+"""The tier that starts Ansible (or another process: a module interpreter, git,
+go, an exec plugin) but needs no cluster. Its fixtures."""
 
 from __future__ import annotations
 
