@@ -6,7 +6,8 @@ server would: resourceVersion preconditions give 409 Conflict, a name taken
 gives 409 AlreadyExists, a missing object 404, and an object whose last
 finalizer goes while it is being deleted is gone. Every write is kept in
 order (`writes`, `statuses`, `events`), so a test asserts on what a user of
-the cluster would see. `before(verb, action)` runs `action` ahead of a verb:
+the cluster would see. A server-side apply is a merge patch that creates what is missing.
+`before(verb, action)` runs `action` ahead of a verb:
 another writer racing us, or an API server failing in a way no one planned.
 A watch replays what the test `send`s.
 """
@@ -184,6 +185,8 @@ class FakeApi:
         self._run_before("patch", resource, patch)
         verb = "patch status" if subresource == "status" else "patch"
         self.writes.append(Write(verb, resource.plural, namespace, name, copy.deepcopy(patch)))
+        if patch_type == "apply" and (resource.plural, namespace, name) not in self.objects:
+            return self._store(resource, patch)  # server-side apply creates what is missing
         current = self._existing(resource, name, namespace)
         self._check_version(patch, current)
         if subresource == "status":  # the status subresource writes the status alone
