@@ -111,17 +111,15 @@ def test_failing_task_sets_failure_with_its_message_and_an_event_then_retries(
         rf"retrying with backoff kind=Greeting namespace={kube_namespace} "
         r"name=sad delay=[\d.]+s"
     )
+    # The user sees the retry as the Warning Event counted again.
     eventually(
-        lambda: (
-            len(
-                re.findall(
-                    rf"run failed kind=Greeting namespace={kube_namespace} name=sad", operator.logs
-                )
-            )
-            >= 2
-        ),
+        lambda: [
+            e
+            for e in events_for(kube_api, kube_namespace, "sad")
+            if e.type == "Warning" and "on fire" in e.message and (e.count or 0) >= 2
+        ],
         timeout=30,
-        what="a retried run",
+        what="a retried run: the Warning Event counted twice",
     )
 
     patch_spec(kube_api, kube_namespace, "sad", {"failWith": None})
