@@ -66,9 +66,8 @@ def test_created_object_reaches_successful_with_ansible_result(
     assert data["raw_keys"] == "greetingMessage,nestedSettings"
     assert data["uid"] == obj["metadata"]["uid"]
     assert "test.ansible-operator.io/cleanup" in obj["metadata"]["finalizers"]
-    assert re.search(
-        rf"run succeeded kind=Greeting namespace={kube_namespace} name=hello", operator.logs
-    )
+    # The status above is what a user reads; the log line may land a moment after it.
+    operator.wait_for_log(rf"run succeeded kind=Greeting namespace={kube_namespace} name=hello")
 
 
 def test_spec_update_runs_again_and_updates_the_dependent(
