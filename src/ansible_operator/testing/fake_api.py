@@ -4,10 +4,10 @@
 replace, merge patch, delete, watch) from objects held in memory, as the API
 server would: resourceVersion preconditions give 409 Conflict, a name taken
 gives 409 AlreadyExists, a missing object 404, and an object whose last
-finalizer goes while it is being deleted is gone. Every write is kept in
-order (`writes`, `statuses`, `events`), so a test asserts on what a user of
-the cluster would see. A server-side apply is a merge patch that creates what is missing.
-`before(verb, action)` runs `action` ahead of a verb:
+finalizer goes while it is being deleted is gone; a server-side apply is a
+merge patch that creates what is missing. Every write is kept in order
+(`writes`, `statuses`, `events`), so a test asserts on what a user of the
+cluster would see. `before(verb, action)` runs `action` ahead of a verb:
 another writer racing us, or an API server failing in a way no one planned.
 A watch replays what the test `send`s.
 """
