@@ -9,13 +9,15 @@ from typing import Any
 from kubernetes import client
 
 from ansible_operator.runner import proctree
+from ansible_operator.testing.kinds import CustomKinds
 from ansible_operator.testing.operator import OperatorProcess
-from ansible_operator.testing.waiting import eventually, get_custom, wait_for_condition
+from ansible_operator.testing.waiting import eventually
 
 OPERATOR = Path(__file__).resolve().parent / "operator"
 GROUP, VERSION = "faults.ansible-operator.io", "v1alpha1"
 PLURALS = {"Work": "works", "Hang": "hangs", "Chatty": "chatties"}
 PLURALS |= {"Secretive": "secretives", "Echo": "echoes"}
+KINDS = CustomKinds(GROUP, VERSION, PLURALS)
 
 StartOperator = Callable[..., OperatorProcess]
 
@@ -23,33 +25,19 @@ StartOperator = Callable[..., OperatorProcess]
 def create(
     api: client.ApiClient, namespace: str, kind: str, name: str, **spec: Any
 ) -> dict[str, Any]:
-    annotations = spec.pop("annotations", None)
-    metadata: dict[str, Any] = {"name": name}
-    if annotations:
-        metadata["annotations"] = annotations
-    return client.CustomObjectsApi(api).create_namespaced_custom_object(
-        GROUP,
-        VERSION,
-        namespace,
-        PLURALS[kind],
-        {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, "metadata": metadata, "spec": spec},
-    )
+    return KINDS.create(api, namespace, kind, name, **spec)
 
 
 def get(api: client.ApiClient, namespace: str, kind: str, name: str) -> dict[str, Any] | None:
-    return get_custom(api, GROUP, VERSION, PLURALS[kind], namespace, name)
+    return KINDS.get(api, namespace, kind, name)
 
 
 def patch_spec(api: client.ApiClient, namespace: str, kind: str, name: str, **spec: Any) -> None:
-    client.CustomObjectsApi(api).patch_namespaced_custom_object(
-        GROUP, VERSION, namespace, PLURALS[kind], name, {"spec": spec}
-    )
+    KINDS.patch_spec(api, namespace, kind, name, spec)
 
 
 def delete(api: client.ApiClient, namespace: str, kind: str, name: str) -> None:
-    client.CustomObjectsApi(api).delete_namespaced_custom_object(
-        GROUP, VERSION, namespace, PLURALS[kind], name
-    )
+    KINDS.delete(api, namespace, kind, name)
 
 
 def converged(
@@ -72,25 +60,15 @@ def converged(
             and running.get("status") != "True"
         )
 
-    return wait_for_condition(
-        api,
-        GROUP,
-        VERSION,
-        PLURALS[kind],
-        namespace,
-        name,
-        "Successful",
-        timeout=timeout,
-        predicate=current,
+    return KINDS.wait_for_condition(
+        api, namespace, kind, name, "Successful", timeout=timeout, predicate=current
     )
 
 
 def failed(
     api: client.ApiClient, namespace: str, kind: str, name: str, *, timeout: float = 90.0
 ) -> dict[str, Any]:
-    obj = wait_for_condition(
-        api, GROUP, VERSION, PLURALS[kind], namespace, name, "Failure", timeout=timeout
-    )
+    obj = KINDS.wait_for_condition(api, namespace, kind, name, "Failure", timeout=timeout)
     return next(c for c in obj["status"]["conditions"] if c["type"] == "Failure")
 
 

@@ -69,7 +69,7 @@ def test_a_playbook_that_does_not_parse_is_a_failure_at_its_file_and_line(
     operator: OperatorProcess, kube_api: client.ApiClient, kube_namespace: str
 ) -> None:
     broken = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Broken", "metadata": {"name": "b"}}
-    create(kube_api, kube_namespace, broken | {"spec": {}}, plural="brokens")
+    create(kube_api, kube_namespace, broken | {"spec": {}})
     condition, event = failure_and_event(kube_api, kube_namespace, "brokens", "b")
     # Where Ansible's YAML parser gave up: the end of the unterminated string.
     where = re.compile(r"without reporting results: playbooks/broken\.yml:9: .*YAML")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ from ansible_operator.cluster import local_binaries
 from ansible_operator.cluster.images import Image, ImageBuilder
 from ansible_operator.cluster.local import LocalControlPlane
 from ansible_operator.cluster.node import LocalNode, node_unavailable_reason
+from ansible_operator.testing.waiting import eventually
 
 
 @dataclass
@@ -76,17 +76,9 @@ def wait_for(
     timeout: float = 60.0,
     details: Callable[[], str] | None = None,
 ) -> object:
-    """Poll `check` until it returns something true; fail naming `what`, with
-    what `details` tells (the operator's log, say)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            told = f"\n{details()}" if details else ""
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}{told}")
-        time.sleep(0.1)
+    """`eventually` (the one poll loop of the tests) in the node tests' words:
+    `details` tells what to show on time-out (the operator's log, say)."""
+    return eventually(check, timeout=timeout, interval=0.1, describe=details, what=what)
 
 
 def ready_lease_holder(cluster: NodeCluster, lease: str, namespace: str) -> client.V1Pod | None:

@@ -13,9 +13,10 @@ from kubernetes import client
 
 from ansible_operator.cluster import Cluster
 from ansible_operator.runner import proctree
+from ansible_operator.testing.kinds import CustomKinds
 from ansible_operator.testing.operator import OperatorProcess
 from ansible_operator.testing.reading import events_for
-from ansible_operator.testing.waiting import eventually, get_custom, wait_for_condition
+from ansible_operator.testing.waiting import eventually
 
 OPERATOR = Path(__file__).resolve().parent / "runtime_attacks"
 GROUP, VERSION = "attacks.ansible-operator.io", "v1alpha1"
@@ -28,6 +29,7 @@ PLURALS = {
     "Hog": "hogs",
     "HeldEscape": "heldescapes",
 }
+KINDS = CustomKinds(GROUP, VERSION, PLURALS)
 RUNNER_MODES = ("warm", "reference")
 
 
@@ -71,30 +73,23 @@ def object_dir(runs: Path, kind: str, namespace: str, name: str) -> Path:
 
 
 def create(api: client.ApiClient, namespace: str, kind: str, name: str, **spec: Any) -> None:
-    body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, "metadata": {"name": name}}
-    client.CustomObjectsApi(api).create_namespaced_custom_object(
-        GROUP, VERSION, namespace, PLURALS[kind], {**body, "spec": spec}
-    )
+    KINDS.create(api, namespace, kind, name, **spec)
 
 
 def delete(api: client.ApiClient, namespace: str, kind: str, name: str) -> None:
-    client.CustomObjectsApi(api).delete_namespaced_custom_object(
-        GROUP, VERSION, namespace, PLURALS[kind], name
-    )
+    KINDS.delete(api, namespace, kind, name)
 
 
 def condition(
     api: client.ApiClient, namespace: str, kind: str, name: str, type_: str, timeout: float = 120
 ) -> dict[str, Any]:
     """The object's condition `type_` once it is True."""
-    obj = wait_for_condition(
-        api, GROUP, VERSION, PLURALS[kind], namespace, name, type_, timeout=timeout
-    )
+    obj = KINDS.wait_for_condition(api, namespace, kind, name, type_, timeout=timeout)
     return next(c for c in obj["status"]["conditions"] if c["type"] == type_)
 
 
 def get(api: client.ApiClient, namespace: str, kind: str, name: str) -> dict[str, Any] | None:
-    return get_custom(api, GROUP, VERSION, PLURALS[kind], namespace, name)
+    return KINDS.get(api, namespace, kind, name)
 
 
 def warning_messages(api: client.ApiClient, namespace: str, name: str) -> str:

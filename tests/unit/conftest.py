@@ -1,32 +1,35 @@
-"""Fixtures shared by the unit tests that run Ansible for real."""
+"""The unit tier is pure: a test here that starts a process (Ansible, git, a
+plugin) fails, saying where it belongs (tests/processes)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
-import sys
-from collections.abc import Iterator
-from pathlib import Path
+from typing import Any, NoReturn
 
 import pytest
 
+from ansible_operator.runner.ansible_paths import ansible_search_paths
 
-@pytest.fixture
-def module_interpreter(tmp_path: Path) -> Iterator[Path]:
-    """A warm module interpreter (runner/warm/module_server.py) of the test's own:
-    the socket it listens on."""
-    socket_path = tmp_path / "modules.sock"
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-P",
-            "-m",
-            "ansible_operator.runner.warm.module_server",
-            str(socket_path),
-        ],
-        stdout=subprocess.PIPE,
-    )
-    assert server.stdout is not None
-    assert server.stdout.readline().strip() == b"ready"
-    yield socket_path
-    server.kill()
-    server.wait()
+WHERE = "tests/unit starts no process: a test that needs one belongs in tests/processes"
+
+
+def _refuse(*_args: Any, **_kwargs: Any) -> NoReturn:
+    raise AssertionError(WHERE)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def ansible_search_paths_known() -> None:
+    """A run's environment names Ansible's roles and collections paths, which a
+    child Python tells once per operator (and test session): asked here, before
+    the guard, it is the one process this tier starts."""
+    ansible_search_paths()
+
+
+@pytest.fixture(autouse=True)
+def no_processes(monkeypatch: pytest.MonkeyPatch, ansible_search_paths_known: None) -> None:
+    # Popen's child-starting step is where subprocess.run and asyncio's
+    # subprocesses both end up.
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", _refuse)
+    monkeypatch.setattr(os, "fork", _refuse)
+    monkeypatch.setattr(os, "posix_spawn", _refuse)

@@ -16,6 +16,7 @@ import pytest
 from cryptography import x509
 
 from ansible_operator.kube.client import ApiError
+from ansible_operator.testing.fake_api import FakeApi
 from ansible_operator.webhook_entries import Webhook, WebhookRule
 from ansible_operator.webhooks import configurations, tls
 from ansible_operator.webhooks.configurations import Endpoint
@@ -336,23 +337,6 @@ def test_lifetimes_from_the_environment() -> None:
         tls.Lifetimes.from_environment({variable: "ca=1h,ca-renew-before=2h"})
 
 
-class ConfigurationsApi:
-    """The API server's webhook configurations, as `apply_ca_bundle` reads and applies them."""
-
-    def __init__(self) -> None:
-        self.stored: dict[str, dict[str, Any]] = {}
-        self.applied: list[str] = []
-
-    async def get(self, resource: Any, name: str) -> dict[str, Any]:
-        if resource.kind not in self.stored:
-            raise ApiError(404, "NotFound", f"{resource.plural} {name} not found")
-        return self.stored[resource.kind]
-
-    async def patch(self, resource: Any, name: str, body: dict[str, Any], **_options: Any) -> None:
-        self.stored[resource.kind] = body
-        self.applied.append(resource.kind)
-
-
 def test_the_configurations_are_applied_only_where_they_lack_the_bundle() -> None:
     hook = Webhook(
         name="check.example.com",
@@ -361,7 +345,7 @@ def test_the_configurations_are_applied_only_where_they_lack_the_bundle() -> Non
         role=Path("roles/check"),
         playbook=None,
     )
-    api = ConfigurationsApi()
+    api = FakeApi()
     endpoint = Endpoint(url="https://127.0.0.1:9443")
     first, second = ca_ending_in(LIFETIMES.ca), ca_ending_in(LIFETIMES.ca)
 
@@ -373,7 +357,11 @@ def test_the_configurations_are_applied_only_where_they_lack_the_bundle() -> Non
     assert apply(first.cert_pem)
     assert not apply(first.cert_pem)
     assert apply(second.cert_pem + first.cert_pem)
-    assert api.applied == ["ValidatingWebhookConfiguration"] * 2
-    [entry] = api.stored["ValidatingWebhookConfiguration"]["webhooks"]
+    assert [(w.verb, w.plural) for w in api.writes] == [
+        ("patch", "validatingwebhookconfigurations")
+    ] * 2
+    stored = api.held(configurations.VALIDATING, "ops", None)
+    assert stored is not None
+    [entry] = stored["webhooks"]
     held = base64.b64decode(entry["clientConfig"]["caBundle"])
     assert held == second.cert_pem + first.cert_pem

@@ -5,8 +5,6 @@ what is already watched, and a dependent's change reaching only its owner's queu
 from __future__ import annotations
 
 import asyncio
-import copy
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,7 @@ from ansible_operator.controller.dependents import DependentWatches
 from ansible_operator.controller.reconcile import ObjectKey
 from ansible_operator.kube.cache import InformerCache
 from ansible_operator.kube.types import GVK, Owner, Resource
+from ansible_operator.testing.fake_api import FakeApi
 from ansible_operator.watches import Watch
 
 CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps", True)
@@ -28,42 +27,14 @@ def obj(name: str, namespace: str = "team", rv: int = 1, **metadata: Any) -> dic
     }
 
 
-class MemoryApi:
-    """Lists what it holds; each watch yields what the test sends to its kind."""
-
-    def __init__(self, **objects: list[dict[str, Any]]) -> None:
-        self.objects = objects
-        self.lists: list[tuple[str, str | None, str | None]] = []
-        self.events: dict[str, asyncio.Queue[dict[str, Any]]] = {}
-
-    async def current_generation(self) -> int:
-        return 0
-
-    async def pause(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
-
-    async def list(
-        self, resource: Resource, namespace: str | None, label_selector: str | None = None
-    ) -> dict[str, Any]:
-        self.lists.append((resource.plural, namespace, label_selector))
-        items = [
-            copy.deepcopy(o)
-            for o in self.objects.get(resource.plural, [])
-            if namespace is None or o["metadata"]["namespace"] == namespace
-        ]
-        return {"metadata": {"resourceVersion": "1"}, "items": items}
-
-    async def watch(
-        self, resource: Resource, namespace: str | None, **_: Any
-    ) -> AsyncIterator[dict[str, Any]]:
-        events = self.events.setdefault(resource.plural, asyncio.Queue())
-        while True:
-            yield await events.get()
-
-    def send(self, resource: Resource, kind: str, item: dict[str, Any]) -> None:
-        self.events.setdefault(resource.plural, asyncio.Queue()).put_nowait(
-            {"type": kind, "object": copy.deepcopy(item)}
-        )
+def api_holding(**objects: list[dict[str, Any]]) -> FakeApi:
+    """An API holding `objects` by plural."""
+    api = FakeApi()
+    resources = {r.plural: r for r in (CONFIGMAPS, DEPLOYMENTS, SECRETS)}
+    for plural, items in objects.items():
+        for item in items:
+            api.put(resources[plural], item)
+    return api
 
 
 def watch(kind: str, **settings: Any) -> Watch:
@@ -98,7 +69,7 @@ async def settle() -> None:
 
 
 async def test_one_informer_per_kind_whoever_asks_and_another_per_label_selector() -> None:
-    api = MemoryApi()
+    api = api_holding()
     cache = InformerCache(api, ["team"])  # type: ignore[arg-type]
 
     first = cache.informer(CONFIGMAPS)
@@ -113,7 +84,7 @@ async def test_one_informer_per_kind_whoever_asks_and_another_per_label_selector
 
 
 async def test_a_listener_added_late_first_hears_every_object_already_held() -> None:
-    api = MemoryApi(configmaps=[obj("a"), obj("b")])
+    api = api_holding(configmaps=[obj("a"), obj("b")])
     cache = InformerCache(api)  # type: ignore[arg-type]
     informer = cache.informer(CONFIGMAPS)
     await informer.wait_synced()
@@ -128,7 +99,7 @@ async def test_a_listener_added_late_first_hears_every_object_already_held() -> 
 
 
 async def test_reads_come_only_from_a_synced_informer_of_the_whole_kind_and_namespace() -> None:
-    api = MemoryApi(configmaps=[obj("a")], secrets=[obj("s")])
+    api = api_holding(configmaps=[obj("a")], secrets=[obj("s")])
     cache = InformerCache(api, ["team"])  # type: ignore[arg-type]
 
     assert cache.view(CONFIGMAPS, "team") is None  # nothing watches it: never starts a watch
@@ -146,7 +117,7 @@ async def test_reads_come_only_from_a_synced_informer_of_the_whole_kind_and_name
 
 
 async def test_a_written_kind_is_watched_once_and_its_changes_reach_only_their_owner() -> None:
-    api = MemoryApi(
+    api = api_holding(
         deployments=[
             obj("web", ownerReferences=owned_by("Memcached", "mc")),
             obj("db", ownerReferences=owned_by("Redis", "cache")),
@@ -175,7 +146,7 @@ async def test_a_written_kind_is_watched_once_and_its_changes_reach_only_their_o
 
 async def test_a_runs_own_write_does_not_run_its_owner_again_but_any_later_change_does() -> None:
     mine = owned_by("Memcached", "mc")
-    api = MemoryApi(deployments=[obj("web", ownerReferences=mine)])
+    api = api_holding(deployments=[obj("web", ownerReferences=mine)])
     cache = InformerCache(api, ["team"])  # type: ignore[arg-type]
     dependents = DependentWatches(cache, own_write_wait=0.0)
     queued: list[ObjectKey] = []
@@ -208,7 +179,7 @@ async def test_a_runs_own_write_does_not_run_its_owner_again_but_any_later_chang
 
 
 async def test_a_written_kind_already_watched_as_a_primary_is_not_listed_again() -> None:
-    api = MemoryApi(configmaps=[obj("settings", ownerReferences=owned_by("Memcached", "mc"))])
+    api = api_holding(configmaps=[obj("settings", ownerReferences=owned_by("Memcached", "mc"))])
     cache = InformerCache(api, ["team"])  # type: ignore[arg-type]
     cache.informer(CONFIGMAPS)  # a watch of ConfigMaps
     await cache.wait_synced()
@@ -228,7 +199,7 @@ async def test_a_written_kind_already_watched_as_a_primary_is_not_listed_again()
 
 
 async def test_writes_that_get_no_dependent_watch() -> None:
-    api = MemoryApi()
+    api = api_holding()
     cache = InformerCache(api, ["team"])  # type: ignore[arg-type]
     dependents = DependentWatches(cache, own_write_wait=0.0)
     dependents.add_owner(
@@ -248,7 +219,7 @@ async def test_writes_that_get_no_dependent_watch() -> None:
 
 
 async def test_a_blacklisted_kind_is_never_read_from_the_cache_by_that_watchs_runs() -> None:
-    cache = InformerCache(MemoryApi(), ["team"])  # type: ignore[arg-type]
+    cache = InformerCache(api_holding(), ["team"])  # type: ignore[arg-type]
     dependents = DependentWatches(cache, own_write_wait=0.0)
     dependents.add_owner(
         watch("Memcached", blacklist=(GVK("", "v1", "Secret"),)), lambda key: None, namespaced=True

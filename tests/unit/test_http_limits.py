@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import resource
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -15,7 +12,6 @@ import pytest
 from aiohttp import web
 
 from ansible_operator.http_limits import (
-    NOFILE_WANTED,
     GuardedAppRunner,
     ServerLimits,
     quiet_accept_errors,
@@ -159,26 +155,3 @@ async def test_a_failed_accept_is_one_line_without_traceback(
     assert len(records) == 1
     assert records[0].exc_info is None
     assert "Too many open files" in records[0].getMessage()
-
-
-def test_the_soft_open_file_limit_is_raised_to_the_hard_one() -> None:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    low = min(256, soft)
-
-    def lower_soft_limit() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (low, hard))
-
-    script = (
-        "import resource\n"
-        "from ansible_operator.http_limits import raise_open_file_limit\n"
-        "print(*raise_open_file_limit(), resource.getrlimit(resource.RLIMIT_NOFILE)[0])\n"
-    )
-    output = subprocess.run(
-        [sys.executable, "-c", script],
-        preexec_fn=lower_soft_limit,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    wanted = NOFILE_WANTED if hard == resource.RLIM_INFINITY else min(hard, NOFILE_WANTED)
-    assert [int(n) for n in output] == [low, wanted, wanted]

@@ -1,7 +1,8 @@
 """Every way of authenticating gives the Authorization header the API server
-expects, and keeps it fresh: token files re-read when rotated, exec plugins
-re-run before expiry and after a 401, OIDC id-tokens renewed. The API server
-itself answers in tests/integration/test_token_auth.py."""
+expects, and keeps it fresh: token files re-read when rotated, OIDC id-tokens
+renewed. Exec plugins, re-run before expiry and after a 401, start a process:
+tests/processes/test_kube_exec_plugin.py. The API server itself answers in
+tests/integration/test_token_auth.py."""
 
 from __future__ import annotations
 
@@ -9,12 +10,10 @@ import base64
 import datetime
 import json
 import ssl
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client as k8s_client
 
 from ansible_operator.kube import config as config_module
@@ -26,74 +25,7 @@ from ansible_operator.kube.config import (
     load_config,
 )
 from ansible_operator.pki import create_ca, issue_client_cert
-
-SERVER = "https://127.0.0.1:6443"
-UTC = datetime.UTC
-
-PLUGIN = """\
-import json, pathlib
-here = pathlib.Path(__file__).parent
-with open(here / "runs.log", "a") as runs:
-    runs.write("run\\n")
-status = {"token": (here / "token.txt").read_text().strip()}
-expiry = here / "expiry.txt"
-if expiry.exists():
-    status["expirationTimestamp"] = expiry.read_text().strip()
-print(json.dumps({
-    "apiVersion": "client.authentication.k8s.io/v1",
-    "kind": "ExecCredential",
-    "status": status,
-}))
-"""
-
-
-def write_kubeconfig(directory: Path, user: dict[str, Any], **context: str) -> Path:
-    ca = create_ca(directory / "pki")
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {
-                "name": "test",
-                "cluster": {
-                    "server": SERVER,
-                    "certificate-authority-data": base64.b64encode(ca.cert_pem()).decode(),
-                },
-            }
-        ],
-        "users": [{"name": "operator", "user": user}],
-        "contexts": [
-            {"name": "test", "context": {"cluster": "test", "user": "operator", **context}}
-        ],
-        "current-context": "test",
-    }
-    path = directory / "kubeconfig"
-    path.write_text(yaml.safe_dump(config))
-    return path
-
-
-def write_plugin(directory: Path, token: str, expiry: datetime.datetime | None) -> Path:
-    plugin = directory / "plugin.py"
-    plugin.write_text(PLUGIN)
-    (directory / "token.txt").write_text(token)
-    if expiry is not None:
-        (directory / "expiry.txt").write_text(expiry.strftime("%Y-%m-%dT%H:%M:%SZ"))
-    return plugin
-
-
-def plugin_runs(directory: Path) -> int:
-    return len((directory / "runs.log").read_text().splitlines())
-
-
-def exec_user(plugin: Path) -> dict[str, Any]:
-    return {
-        "exec": {
-            "apiVersion": "client.authentication.k8s.io/v1",
-            "command": sys.executable,
-            "args": [str(plugin)],
-            "interactiveMode": "Never",
-        }
-    }
+from kubeconfig_files import SERVER, UTC, Clock, write_kubeconfig
 
 
 def jwt(claims: dict[str, Any]) -> str:
@@ -108,14 +40,6 @@ def replace_file(path: Path, text: str) -> None:
     fresh = path.with_name(path.name + ".new")
     fresh.write_text(text)
     fresh.replace(path)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.offset = datetime.timedelta(0)
-
-    def __call__(self) -> datetime.datetime:
-        return datetime.datetime.now(tz=UTC) + self.offset
 
 
 @pytest.fixture
@@ -189,86 +113,6 @@ async def test_client_certificate_sends_no_authorization_header(tmp_path: Path) 
     assert await config.auth_headers() == {}
     assert await config.refresh_credentials({}) is False
     assert isinstance(config.ssl, ssl.SSLContext)
-
-
-# ----- exec plugins -----------------------------------------------------------
-
-
-async def test_exec_plugin_token_is_sent(tmp_path: Path) -> None:
-    plugin = write_plugin(tmp_path, "exec-token", datetime.datetime.now(tz=UTC).replace(year=2099))
-    config = load_config(write_kubeconfig(tmp_path, exec_user(plugin)))
-    assert await config.auth_headers() == {"Authorization": "Bearer exec-token"}
-
-
-async def test_exec_plugin_is_rerun_five_minutes_before_expiry_and_not_before(
-    tmp_path: Path, clock: Clock
-) -> None:
-    expiry = (datetime.datetime.now(tz=UTC) + datetime.timedelta(hours=1)).replace(microsecond=0)
-    plugin = write_plugin(tmp_path, "token-1", expiry)
-    config = load_config(write_kubeconfig(tmp_path, exec_user(plugin)))
-    assert plugin_runs(tmp_path) == 1
-    (tmp_path / "token.txt").write_text("token-2")
-
-    for _ in range(3):
-        assert await config.auth_headers() == {"Authorization": "Bearer token-1"}
-    clock.offset = datetime.timedelta(minutes=54)  # six minutes left
-    assert await config.auth_headers() == {"Authorization": "Bearer token-1"}
-    assert plugin_runs(tmp_path) == 1
-
-    clock.offset = datetime.timedelta(minutes=56)  # four minutes left: renew
-    assert await config.auth_headers() == {"Authorization": "Bearer token-2"}
-    assert await config.auth_headers() == {"Authorization": "Bearer token-2"}
-    assert plugin_runs(tmp_path) == 2
-
-
-async def test_exec_plugin_without_expiry_is_rerun_only_after_a_401(tmp_path: Path) -> None:
-    plugin = write_plugin(tmp_path, "revoked", None)
-    config = load_config(write_kubeconfig(tmp_path, exec_user(plugin)))
-    rejected = await config.auth_headers()
-    assert await config.auth_headers() == rejected
-    assert plugin_runs(tmp_path) == 1
-
-    (tmp_path / "token.txt").write_text("reissued")
-    assert await config.refresh_credentials(rejected) is True
-    assert await config.auth_headers() == {"Authorization": "Bearer reissued"}
-    assert plugin_runs(tmp_path) == 2
-    # Another request rejected with the old token meanwhile: already renewed.
-    assert await config.refresh_credentials(rejected) is True
-    assert plugin_runs(tmp_path) == 2
-
-
-async def test_exec_plugin_rerun_that_gives_the_same_token_asks_for_no_retry(
-    tmp_path: Path,
-) -> None:
-    plugin = write_plugin(tmp_path, "same", None)
-    config = load_config(write_kubeconfig(tmp_path, exec_user(plugin)))
-    assert await config.refresh_credentials(await config.auth_headers()) is False
-    assert plugin_runs(tmp_path) == 2
-
-
-async def test_exec_plugin_token_issued_for_a_short_time_is_not_renewed_on_every_request(
-    tmp_path: Path,
-) -> None:
-    expiry = datetime.datetime.now(tz=UTC) + datetime.timedelta(minutes=2)
-    plugin = write_plugin(tmp_path, "short-lived", expiry)
-    config = load_config(write_kubeconfig(tmp_path, exec_user(plugin)))
-    for _ in range(3):
-        assert await config.auth_headers() == {"Authorization": "Bearer short-lived"}
-    assert plugin_runs(tmp_path) == 1
-
-
-def test_failing_exec_plugin_is_an_error_naming_kubeconfig_user_and_output(
-    tmp_path: Path,
-) -> None:
-    plugin = tmp_path / "plugin.py"
-    plugin.write_text("import sys\nsys.exit('no credentials for profile prod')\n")
-    path = write_kubeconfig(tmp_path, exec_user(plugin))
-    with pytest.raises(KubeConfigError) as error:
-        load_config(path)
-    message = str(error.value)
-    assert str(path) in message
-    assert "'operator'" in message
-    assert "no credentials for profile prod" in message
 
 
 # ----- OIDC -------------------------------------------------------------------

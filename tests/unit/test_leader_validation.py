@@ -13,12 +13,14 @@ import pytest
 
 from ansible_operator.controller.leader import (
     INT32_MAX,
+    LEASES,
     LeaderElector,
     MalformedLease,
     current_transitions,
     read_record,
 )
 from ansible_operator.kube.client import ApiClient
+from ansible_operator.testing.fake_api import FakeApi
 
 NOW = datetime.datetime(2030, 6, 1, 12, 0, 0, tzinfo=datetime.UTC)
 FRESH = "2030-06-01T11:59:58.000000Z"
@@ -114,33 +116,36 @@ def test_transitions_that_are_not_a_count_start_over(value: object, expected: in
     assert current_transitions({"leaseTransitions": value}) == expected
 
 
-class BrokenApi:
-    """Serves a Lease held by `holder` until `broken`, then raises something no
-    one planned for."""
+class Surprise:
+    """Once `on`, every read of the Lease raises something no one planned for."""
 
-    def __init__(self, holder: str) -> None:
-        self.holder = holder
-        self.broken = False
+    def __init__(self) -> None:
+        self.on = False
         self.gets = 0
 
-    async def get(self, *_: Any) -> dict[str, Any]:
+    def __call__(self, _resource: Any, _body: Any) -> None:
         self.gets += 1
-        if self.broken:
+        if self.on:
             raise KeyError("surprise")
-        renewed = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        return {
-            "metadata": {"resourceVersion": str(self.gets)},
-            "spec": {"holderIdentity": self.holder, "renewTime": renewed},
-        }
-
-    async def create(self, *_: Any) -> dict[str, Any]:
-        raise AssertionError("the lease exists")
-
-    async def replace(self, *_: Any) -> dict[str, Any]:
-        return {}
 
 
-def elector(api: BrokenApi, identity: str) -> LeaderElector:
+def lease_held_by(holder: str) -> tuple[FakeApi, Surprise]:
+    """An API holding a Lease `holder` renewed just now, and its surprise."""
+    api = FakeApi()
+    renewed = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    api.put(
+        LEASES,
+        {
+            "metadata": {"name": "lease", "namespace": "ns"},
+            "spec": {"holderIdentity": holder, "renewTime": renewed},
+        },
+    )
+    surprise = Surprise()
+    api.before("get", surprise)
+    return api, surprise
+
+
+def elector(api: FakeApi, identity: str) -> LeaderElector:
     return LeaderElector(
         cast(ApiClient, api),
         name="lease",
@@ -155,10 +160,10 @@ def elector(api: BrokenApi, identity: str) -> LeaderElector:
 async def test_an_unexpected_error_in_the_renewer_ends_leadership_loudly(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    api = BrokenApi(holder="me")
+    api, surprise = lease_held_by("me")
     leader = elector(api, "me")
     await asyncio.wait_for(leader.acquire(), 10)
-    api.broken = True
+    surprise.on = True
     await asyncio.wait_for(leader.lost.wait(), 10)
     [line] = [r for r in caplog.records if r.getMessage().startswith("leadership lost")]
     assert line.levelno == logging.ERROR
@@ -168,13 +173,13 @@ async def test_an_unexpected_error_in_the_renewer_ends_leadership_loudly(
 async def test_an_unexpected_error_does_not_kill_a_standby(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    api = BrokenApi(holder="other")
-    api.broken = True
+    api, surprise = lease_held_by("other")
+    surprise.on = True
     acquiring = asyncio.create_task(elector(api, "me").acquire())
     try:
         async with asyncio.timeout(10):
             # Three reads means it retried twice after the first error.
-            while api.gets < 3 and not acquiring.done():  # noqa: ASYNC110
+            while surprise.gets < 3 and not acquiring.done():  # noqa: ASYNC110
                 await asyncio.sleep(0.01)
         assert not acquiring.done(), acquiring
         assert any("lease acquisition failed" in r.getMessage() for r in caplog.records)

@@ -12,12 +12,12 @@ import pytest
 
 from ansible_operator.controller.ansible_reconciler import AnsibleReconciler, Shared
 from ansible_operator.controller.reconcile import ObjectKey, Outcome
-from ansible_operator.kube.client import ApiError
 from ansible_operator.kube.types import GVK, Resource
 from ansible_operator.metrics import Metrics
 from ansible_operator.runner import fake
 from ansible_operator.runner.fake import FakeRunner
 from ansible_operator.settings import AnsibleSettings, RunSettings, Settings
+from ansible_operator.testing.fake_api import FakeApi
 from ansible_operator.watches import Finalizer, Watch
 
 MEMCACHED = Resource(
@@ -32,69 +32,10 @@ FINALIZER = "cache.example.com/finalizer"
 KEY = ObjectKey("team", "mc")
 
 
-class MemoryApi:
-    """The calls a reconcile makes (get, merge patch with resourceVersion
-    preconditions, create), on objects in memory. Every status written and
-    every Event created is kept, in order."""
-
-    def __init__(self) -> None:
-        self.objects: dict[tuple[str, str | None, str], dict[str, Any]] = {}
-        self.statuses: list[dict[str, Any]] = []
-        self.events: list[dict[str, Any]] = []
-        self._version = 0
-
-    def put(self, resource: Resource, obj: dict[str, Any]) -> dict[str, Any]:
-        self._version += 1
-        obj["metadata"]["resourceVersion"] = str(self._version)
-        metadata = obj["metadata"]
-        self.objects[(resource.plural, metadata.get("namespace"), metadata["name"])] = obj
-        return copy.deepcopy(obj)
-
-    async def get(self, resource: Resource, name: str, namespace: str | None) -> dict[str, Any]:
-        found = self.objects.get((resource.plural, namespace, name))
-        if found is None:
-            raise ApiError(404, "NotFound", f"{resource.plural} {name} not found")
-        return copy.deepcopy(found)
-
-    async def patch(
-        self,
-        resource: Resource,
-        name: str,
-        patch: dict[str, Any],
-        *,
-        namespace: str | None = None,
-        subresource: str | None = None,
-        patch_type: str = "merge",
-    ) -> dict[str, Any]:
-        key = (resource.plural, namespace, name)
-        current = self.objects.get(key)
-        if current is None:
-            raise ApiError(404, "NotFound", f"{resource.plural} {name} not found")
-        metadata = patch.get("metadata") or {}
-        if metadata.get("resourceVersion") not in (None, current["metadata"]["resourceVersion"]):
-            raise ApiError(409, "Conflict", "the object has been modified")
-        updated = copy.deepcopy(current)
-        if subresource == "status":
-            updated["status"] = copy.deepcopy(patch["status"])
-            self.statuses.append(copy.deepcopy(patch["status"]))
-        elif "finalizers" in metadata:
-            updated["metadata"]["finalizers"] = list(metadata["finalizers"])
-        written = self.put(resource, updated)
-        if updated["metadata"].get("deletionTimestamp") and not updated["metadata"]["finalizers"]:
-            del self.objects[key]  # its last finalizer went: the API server deletes it
-        return written
-
-    async def create(
-        self, resource: Resource, body: dict[str, Any], *, namespace: str | None = None
-    ) -> dict[str, Any]:
-        self.events.append(body)
-        return body
-
-
 class StoreReader:
     """The informer's cache: what the store holds."""
 
-    def __init__(self, api: MemoryApi) -> None:
+    def __init__(self, api: FakeApi) -> None:
         self.api = api
 
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
@@ -131,7 +72,7 @@ class Setup:
     def __init__(
         self, runner: FakeRunner, watch: Watch, obj: dict[str, Any], *, check_mode: bool = False
     ) -> None:
-        self.api = MemoryApi()
+        self.api = FakeApi()
         self.api.put(MEMCACHED, obj)
         self.runner = runner
         self.options = Settings(

@@ -1,6 +1,6 @@
 """The webhook port under abuse, on a real HTTPS server on loopback: connections that never
-start TLS, a client that floods while another (the API server) must still be answered, a
-body nested too deep to read; and the pure parts (the per-client rate and the fair slots).
+start TLS, a body nested too deep to read; and the pure parts (the per-client rate and the
+fair slots). A client flooding it (seconds of load) is tests/security/test_webhook_flood.py.
 
 Clients pick their source address in 127.0.0.0/8, so the server sees two peers."""
 
@@ -137,38 +137,6 @@ async def test_connections_that_never_start_tls_are_closed_and_never_lock_out_a_
 
 
 # ----- per-client fairness ----------------------------------------------------------------
-
-
-async def test_a_flooding_client_gets_429s_while_the_api_server_is_still_answered(
-    serving: tls.ServingTls,
-) -> None:
-    slots = FairSlots(2)
-    async with webhook_server(serving, slots, run_seconds=0.3) as (server, url):
-        statuses: list[int] = []
-
-        async def flood(session: aiohttp.ClientSession) -> None:
-            for number in range(40):
-                async with session.post(url, data=review_body(f"a-{number}")) as response:
-                    statuses.append(response.status)
-
-        async with (
-            session_from(ATTACKER, serving) as attacker,
-            # The API server gives a webhook 10s (timeoutSeconds), then applies the policy.
-            session_from(API_SERVER, serving, timeout=10.0) as api_server,
-        ):
-            flooding = [asyncio.create_task(flood(attacker)) for _ in range(24)]
-            await asyncio.sleep(0)
-            answers = []
-            for number in range(6):
-                async with api_server.post(url, data=review_body(f"real-{number}")) as response:
-                    assert response.status == 200, await response.text()
-                    answers.append((await response.json())["response"])
-            await asyncio.gather(*flooding)
-        assert [answer["uid"] for answer in answers] == [f"real-{n}" for n in range(6)]
-        assert all(answer["allowed"] for answer in answers)
-        # The flood was turned away quickly rather than queued behind the real requests.
-        assert statuses.count(429) > 0
-        assert server.throttled == statuses.count(429)
 
 
 async def test_past_its_rate_a_client_is_refused_before_its_body_is_read(

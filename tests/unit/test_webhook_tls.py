@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ansible_operator import pki
-from ansible_operator.kube.client import ApiError
+from ansible_operator.testing.fake_api import FakeApi
 from ansible_operator.webhooks import tls
 
 
@@ -80,46 +80,32 @@ def test_files_that_do_not_load_stop_start_up_naming_them(tmp_path: Path) -> Non
         tls.from_files(tmp_path)
 
 
-class FakeSecrets:
-    """The API server's Secrets, as far as the CA needs them; `racing` is what another
-    replica writes between our read and our create."""
-
-    def __init__(self, racing: dict[str, Any] | None = None) -> None:
-        self.stored: dict[str, Any] | None = None
-        self.racing = racing
-        self.writes = 0
-
-    async def get(self, _resource: Any, name: str, namespace: str) -> dict[str, Any]:
-        if self.stored is None:
-            raise ApiError(404, "NotFound", f"secrets {name} not found")
-        return self.stored
-
-    async def create(self, _resource: Any, body: dict[str, Any], namespace: str) -> None:
-        self.writes += 1
-        if self.racing is not None:
-            self.stored, self.racing = self.racing, None
-            raise ApiError(409, "AlreadyExists", "secrets already exists")
-        self.stored = body
-
-    async def replace(self, _resource: Any, name: str, body: dict[str, Any], namespace: str):
-        self.writes += 1
-        self.stored = body
+def stored_ca(secrets: FakeApi) -> dict[str, Any] | None:
+    return secrets.held(tls.SECRETS, "ca", "ops")
 
 
 def test_the_ca_is_made_once_and_kept_in_the_secret(tmp_path: Path) -> None:
-    secrets = FakeSecrets()
+    secrets = FakeApi()
     made = asyncio.run(tls.operator_made(secrets, ("ops", "ca"), ["svc.ops.svc"], tmp_path / "a"))
     again = asyncio.run(tls.operator_made(secrets, ("ops", "ca"), ["svc.ops.svc"], tmp_path / "b"))
     assert made.ca_bundle == again.ca_bundle
-    assert secrets.writes == 1
-    assert secrets.stored is not None
-    assert base64.b64decode(secrets.stored["data"]["ca.crt"]) == made.ca_bundle
+    assert len(secrets.writes) == 1
+    stored = stored_ca(secrets)
+    assert stored is not None
+    assert base64.b64decode(stored["data"]["ca.crt"]) == made.ca_bundle
     assert (tmp_path / "a" / "ca.key").stat().st_mode & 0o777 == 0o600
 
 
 def test_a_replica_that_loses_the_race_uses_the_winners_ca(tmp_path: Path) -> None:
     theirs = tls.new_ca()
-    secrets = FakeSecrets(racing=tls.ca_secret("ops", "ca", theirs))
+    secrets = FakeApi()
+    # Another replica writes its CA between our read and our create.
+    secrets.before(
+        "create",
+        lambda resource, _body: (
+            stored_ca(secrets) or secrets.put(resource, tls.ca_secret("ops", "ca", theirs))
+        ),
+    )
     made = asyncio.run(tls.operator_made(secrets, ("ops", "ca"), ["svc.ops.svc"], tmp_path))
     assert made.ca_bundle == theirs[0]
 
@@ -128,11 +114,11 @@ def test_a_ca_near_its_end_is_replaced(tmp_path: Path, monkeypatch: pytest.Monke
     old = tls.new_ca()
     assert tls.usable_ca(*old)
     assert not tls.usable_ca(old[0], b"not a key")
-    secrets = FakeSecrets()
-    secrets.stored = tls.ca_secret("ops", "ca", old)
+    secrets = FakeApi()
+    secrets.put(tls.SECRETS, tls.ca_secret("ops", "ca", old))
     monkeypatch.setattr(tls, "RENEW_BEFORE", tls.RENEW_BEFORE * 100)  # a year is "near" now
     assert not tls.usable_ca(*old)
     near = tls.Lifetimes(ca=tls.RENEW_BEFORE * 200, ca_renew_before=tls.RENEW_BEFORE * 100)
     made = asyncio.run(tls.operator_made(secrets, ("ops", "ca"), ["svc.ops.svc"], tmp_path, near))
     assert made.ca_bundle != old[0]
-    assert secrets.writes == 1
+    assert len(secrets.writes) == 1

@@ -15,27 +15,38 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
-from kubernetes import client, config
 
-from ansible_operator.cluster import Cluster, provide
+# The kubernetes library and the cluster package take about a second to import;
+# every pytest run loads this plugin, so only the fixtures that need them do.
+if TYPE_CHECKING:
+    from kubernetes import client
+
+    from ansible_operator.cluster import Cluster
 
 
 @pytest.fixture(scope="session")
 def kube_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    from ansible_operator.cluster import provide
+
     with provide(tmp_path_factory.mktemp("cluster")) as cluster:
         yield cluster
 
 
 @pytest.fixture(scope="session")
 def kube_api(kube_cluster: Cluster) -> Iterator[client.ApiClient]:
+    from kubernetes import config
+
     with config.new_client_from_config(str(kube_cluster.kubeconfig)) as api:
         yield api
 
 
 @pytest.fixture
 def kube_namespace(kube_api: client.ApiClient, request: pytest.FixtureRequest) -> Iterator[str]:
+    from kubernetes import client
+
     base = "".join(c if c.isalnum() else "-" for c in request.node.name.lower())[:40].strip("-")
     name = f"{base}-{uuid.uuid4().hex[:6]}"
     core = client.CoreV1Api(kube_api)
@@ -53,6 +64,8 @@ def _release_custom_objects(api: client.ApiClient, namespace: str) -> None:
     """Custom objects left with finalizers once the test's operator is gone
     would keep the namespace terminating forever (and the control plane busy
     retrying): drop their finalizers, the operator will not come back."""
+    from kubernetes import client
+
     custom = client.CustomObjectsApi(api)
     for crd in client.ApiextensionsV1Api(api).list_custom_resource_definition().items:
         if crd.spec.scope != "Namespaced":

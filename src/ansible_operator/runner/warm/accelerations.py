@@ -4,7 +4,7 @@ Each is one module's record (see acceleration.py): its probe, and its
 installers, each for a phase of a warm process's life; the warm processes
 install every record that is on at each phase, naming none. To add one:
 write its module with a probe, an installer per phase it needs and a hit
-count, list its record here, and extend tests/unit/test_accelerations.py,
+count, list its record here, and extend tests/processes/test_accelerations.py,
 which fails when an acceleration that is on was never used.
 """
 

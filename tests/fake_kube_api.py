@@ -1,5 +1,7 @@
-"""A small fake Kubernetes API server for running the operator_sdk.util
-modules through ansible-playbook without a cluster.
+"""A small fake Kubernetes API server over HTTP, for running the
+operator_sdk.util modules through ansible-playbook without a cluster (the
+unit tests' in-process API is `ansible_operator.testing.fake_api`, whose merge
+patch this uses).
 
 It serves discovery for a few kinds, stores objects in memory, and applies
 GET, POST, PUT and JSON merge PATCH (with resourceVersion preconditions) on
@@ -17,6 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from ansible_operator.testing.fake_api import merge_patch
 
 GROUP, VERSION = "test.example.com", "v1"
 
@@ -65,18 +69,6 @@ def resource_list(group_version: str, kinds: tuple[Kind, ...]) -> dict[str, Any]
                 }
             )
     return {"kind": "APIResourceList", "groupVersion": group_version, "resources": resources}
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 @dataclass

@@ -22,11 +22,11 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from fake_kube_api import FakeKubeAPI, serve
 
 from ansible_operator.collections import COLLECTIONS_PATH
 from ansible_operator.metrics import Metrics
 from ansible_operator.runner.receiver import EventReceiver
+from fake_kube_api import FakeKubeAPI, serve
 
 COLLECTION = COLLECTIONS_PATH / "ansible_collections" / "operator_sdk" / "util"
 MODULES = COLLECTION / "plugins" / "modules"
