@@ -19,11 +19,30 @@ from ansible_operator.kube.cache import InformerCache
 from ansible_operator.kube.client import ApiClient
 from ansible_operator.kube.config import load_config
 from ansible_operator.kube.discovery import RestMapper
-from ansible_operator.kube.types import Owner
+from ansible_operator.kube.types import Owner, Resource
 from ansible_operator.proxy.server import ApiProxy
+from ansible_operator.proxy.writes import Write
 from ansible_operator.testing.manifests import apply_manifests, schemaless_crd
 
 pytestmark = pytest.mark.cluster
+
+
+class Registry:
+    """A dependent registry that keeps every write the proxy reports."""
+
+    def __init__(self) -> None:
+        self.reported: list[Write] = []
+
+    def record(self, write: Write) -> None:
+        self.reported.append(write)
+
+    def reads_cached(self, resource: Resource, owner: Owner) -> bool:
+        return True
+
+    @property
+    def writes(self) -> list[tuple[str, str]]:
+        """(kind, owner name) of the writes that happened."""
+        return [(w.resource.kind, w.owner.name) for w in self.reported if w.happened]
 
 
 @dataclass
@@ -35,7 +54,11 @@ class Harness:
     revoke: Any
     url: str
     namespace: str
-    writes: list[tuple[str, str]]
+    registry: Registry
+
+    @property
+    def writes(self) -> list[tuple[str, str]]:
+        return self.registry.writes
 
     def auth(self, token: str | None = None) -> dict[str, str]:
         return {"Authorization": f"Bearer {token or self.token}"}
@@ -50,14 +73,8 @@ async def harness(kube_cluster: Cluster, kube_namespace: str) -> AsyncIterator[H
         # The operator's cache: the ConfigMaps of the test's namespace.
         cache = InformerCache(api, [kube_namespace])
         await cache.informer(configmaps).wait_synced()
-        writes: list[tuple[str, str]] = []
-        proxy = ApiProxy(
-            config,
-            mapper,
-            cache=cache,
-            port=0,
-            on_write=lambda resource, owner, _written: writes.append((resource.kind, owner.name)),
-        )
+        registry = Registry()
+        proxy = ApiProxy(config, mapper, cache=cache, port=0, dependents=registry)
         port = await proxy.start()
         # The owner must exist for garbage collection to make sense; a ConfigMap will do.
         owner_obj = await api.create(
@@ -77,7 +94,7 @@ async def harness(kube_cluster: Cluster, kube_namespace: str) -> AsyncIterator[H
                 access.revoke,
                 f"http://127.0.0.1:{port}",
                 kube_namespace,
-                writes,
+                registry,
             )
         finally:
             await proxy.stop()
@@ -144,6 +161,28 @@ async def test_create_gets_controller_reference_and_starts_a_dependent_watch(
         }
     ]
     assert harness.writes == [("ConfigMap", "the-owner")]
+    # Settled before the run got the answer, with the version it made: the
+    # registry can tell the change event of this write from any later one.
+    [write] = harness.registry.reported
+    assert (write.namespace, write.name) == (harness.namespace, None)  # a create
+    assert write.object is not None
+    assert write.object["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
+async def test_a_write_the_server_refuses_is_reported_as_not_done(harness: Harness) -> None:
+    path = f"{harness.url}/api/v1/namespaces/{harness.namespace}/configmaps"
+    assert (await request("POST", path, harness.auth(), {"metadata": {"name": "once"}}))[0] == 201
+    status, _, _ = await request("POST", path, harness.auth(), {"metadata": {"name": "once"}})
+    assert status == 409
+    merge = "application/merge-patch+json"
+    patch = {"data": {"a": "1"}}
+    status, _, _ = await request("PATCH", f"{path}/once", harness.auth(), patch, merge)
+    assert status == 200
+
+    created, refused, patched = harness.registry.reported
+    assert created.happened and not refused.happened and refused.settled
+    assert (patched.namespace, patched.name) == (harness.namespace, "once")
+    assert patched.happened
 
 
 async def test_put_and_merge_patch_cannot_drop_our_reference(harness: Harness) -> None:

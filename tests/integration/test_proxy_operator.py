@@ -138,6 +138,24 @@ def test_status_only_changes_of_a_dependent_do_not_rerun_the_owner(
     assert operator.logs.count(runs) == settled
 
 
+def test_a_change_runs_its_owner_once_though_the_run_rewrites_its_dependent(
+    operator: OperatorProcess, kube_api: client.ApiClient, kube_namespace: str
+) -> None:
+    stack(kube_api, kube_namespace, "once", size=1)
+    reconciled(kube_api, kube_namespace, "once")
+    runs = f"run started kind=Stack namespace={kube_namespace} name=once"
+    settled = eventually(lambda: _stable_count(operator, runs), what="runs settled")
+
+    client.CustomObjectsApi(kube_api).patch_namespaced_custom_object(
+        GROUP, VERSION, kube_namespace, "stacks", "once", {"spec": {"size": 3}}
+    )
+    reconciled(kube_api, kube_namespace, "once", generation=2)
+    assert deployment(kube_api, kube_namespace, "once").spec.replicas == 3
+    # The run's own patch of the Deployment changes it; its change event is
+    # no reason to run the owner a second time.
+    assert eventually(lambda: _stable_count(operator, runs), what="runs settled") == settled + 1
+
+
 def _stable_count(operator: OperatorProcess, pattern: str) -> int | None:
     """The number of matching log lines, once it has not changed for 2 s."""
     before = operator.logs.count(pattern)

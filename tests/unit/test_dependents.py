@@ -5,13 +5,17 @@ what is already watched, and a dependent's change reaching only its owner's queu
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from ansible_operator.controller.dependents import DependentWatches
 from ansible_operator.controller.reconcile import ObjectKey
 from ansible_operator.kube.cache import InformerCache
 from ansible_operator.kube.types import GVK, Owner, Resource
+from ansible_operator.proxy.writes import Write
 from ansible_operator.testing.fake_api import FakeApi
 from ansible_operator.watches import Watch
 
@@ -66,6 +70,27 @@ def owned_by(kind: str, name: str) -> list[dict[str, Any]]:
 async def settle() -> None:
     for _ in range(5):
         await asyncio.sleep(0.01)
+
+
+def sent(
+    dependents: DependentWatches, resource: Resource, by: Owner, name: str | None = "web"
+) -> Write:
+    """A run of `by` sends a write of `resource` named `name` (the proxy reports it)."""
+    write = Write(resource, by, "team", name)
+    dependents.record(write)
+    return write
+
+
+async def wrote(
+    dependents: DependentWatches,
+    resource: Resource,
+    by: Owner,
+    written: dict[str, Any] | None = None,
+) -> None:
+    """A run of `by` wrote an object of `resource`, answered with `written`."""
+    name = (written or {}).get("metadata", {}).get("name")
+    sent(dependents, resource, by, name).succeeded(written)
+    await asyncio.sleep(0)  # the registry hears of the answer on the loop's next turn
 
 
 async def test_one_informer_per_kind_whoever_asks_and_another_per_label_selector() -> None:
@@ -124,14 +149,14 @@ async def test_a_written_kind_is_watched_once_and_its_changes_reach_only_their_o
         ]
     )
     cache = InformerCache(api, ["team"])  # type: ignore[arg-type]
-    dependents = DependentWatches(cache, own_write_wait=0.0)
+    dependents = DependentWatches(cache)
     queued: dict[str, list[ObjectKey]] = {"Memcached": [], "Redis": []}
     dependents.add_owner(watch("Memcached"), queued["Memcached"].append, namespaced=True)
     dependents.add_owner(watch("Redis"), queued["Redis"].append, namespaced=True)
 
-    dependents.on_write(DEPLOYMENTS, owner("Memcached"))
-    dependents.on_write(DEPLOYMENTS, owner("Memcached", "another"))
-    dependents.on_write(DEPLOYMENTS, owner("Redis", "cache"))
+    await wrote(dependents, DEPLOYMENTS, owner("Memcached"))
+    await wrote(dependents, DEPLOYMENTS, owner("Memcached", "another"))
+    await wrote(dependents, DEPLOYMENTS, owner("Redis", "cache"))
     await cache.wait_synced()
     drifted = obj("web", rv=2, ownerReferences=owned_by("Memcached", "mc"))
     drifted["spec"]["replicas"] = 9
@@ -144,38 +169,82 @@ async def test_a_written_kind_is_watched_once_and_its_changes_reach_only_their_o
     await cache.stop()
 
 
-async def test_a_runs_own_write_does_not_run_its_owner_again_but_any_later_change_does() -> None:
-    mine = owned_by("Memcached", "mc")
-    api = api_holding(deployments=[obj("web", ownerReferences=mine)])
+@pytest.fixture
+async def followed() -> AsyncIterator[tuple[FakeApi, DependentWatches, list[ObjectKey]]]:
+    """A Deployment "web" of the Memcached "mc", whose kind its runs already wrote."""
+    api = api_holding(deployments=[obj("web", ownerReferences=owned_by("Memcached", "mc"))])
     cache = InformerCache(api, ["team"])  # type: ignore[arg-type]
-    dependents = DependentWatches(cache, own_write_wait=0.0)
+    dependents = DependentWatches(cache)
     queued: list[ObjectKey] = []
     dependents.add_owner(watch("Memcached"), queued.append, namespaced=True)
-    dependents.on_write(DEPLOYMENTS, owner("Memcached"))
+    await wrote(dependents, DEPLOYMENTS, owner("Memcached"))
     await cache.wait_synced()
-
-    written = obj("web", rv=2, ownerReferences=mine)
-    written["spec"]["replicas"] = 3
-    # The run of "mc" wrote it; the proxy hands over what the write returned,
-    # here a moment after the change event came.
-    dependents.own_write_wait = 0.1
-    api.send(DEPLOYMENTS, "MODIFIED", written)
-    await asyncio.sleep(0.02)
-    dependents.on_write(DEPLOYMENTS, owner("Memcached"), written)
-    await asyncio.sleep(0.2)
-    assert queued == []  # its own run's write
-
-    drifted = obj("web", rv=3, ownerReferences=mine)
-    drifted["spec"]["replicas"] = 9  # someone else's change, after the run's
-    api.send(DEPLOYMENTS, "MODIFIED", drifted)
-    # A write by the run of another object of the kind is no reason to spare "mc".
-    by_another = obj("web", rv=4, ownerReferences=mine)
-    by_another["spec"]["replicas"] = 4
-    dependents.on_write(DEPLOYMENTS, owner("Memcached", "another"), by_another)
-    api.send(DEPLOYMENTS, "MODIFIED", by_another)
-    await asyncio.sleep(0.3)
-    assert queued == [ObjectKey("team", "mc")] * 2
+    yield api, dependents, queued
     await cache.stop()
+
+
+def web(rv: int, replicas: int) -> dict[str, Any]:
+    version = obj("web", rv=rv, ownerReferences=owned_by("Memcached", "mc"))
+    version["spec"]["replicas"] = replicas
+    return version
+
+
+async def test_a_runs_own_write_does_not_run_its_owner_again_when_its_event_comes_first(
+    followed: tuple[FakeApi, DependentWatches, list[ObjectKey]],
+) -> None:
+    api, dependents, queued = followed
+    write = sent(dependents, DEPLOYMENTS, owner("Memcached"))
+    api.send(DEPLOYMENTS, "MODIFIED", web(rv=2, replicas=3))  # before the answer
+    await settle()
+    assert queued == []  # held while the write is in flight
+
+    write.succeeded(web(rv=2, replicas=3))
+    await settle()
+    assert queued == []  # and then known as its own run's write
+
+
+async def test_a_runs_own_write_does_not_run_its_owner_again_when_its_answer_comes_first(
+    followed: tuple[FakeApi, DependentWatches, list[ObjectKey]],
+) -> None:
+    api, dependents, queued = followed
+    await wrote(dependents, DEPLOYMENTS, owner("Memcached"), web(rv=2, replicas=3))
+    api.send(DEPLOYMENTS, "MODIFIED", web(rv=2, replicas=3))
+    await settle()
+    assert queued == []
+
+
+async def test_any_other_change_reruns_the_owner_at_once(
+    followed: tuple[FakeApi, DependentWatches, list[ObjectKey]],
+) -> None:
+    api, dependents, queued = followed
+    await wrote(dependents, DEPLOYMENTS, owner("Memcached"), web(rv=2, replicas=3))
+    api.send(DEPLOYMENTS, "MODIFIED", web(rv=2, replicas=3))
+    api.send(DEPLOYMENTS, "MODIFIED", web(rv=3, replicas=9))  # a drift, after the run's write
+    await settle()
+    assert queued == [ObjectKey("team", "mc")]
+
+    # A write of the object by another owner's run is no reason to spare "mc";
+    # nor is one of "mc"'s writes in flight to another object.
+    sent(dependents, DEPLOYMENTS, owner("Memcached"), name="db")
+    by_another = sent(dependents, DEPLOYMENTS, owner("Memcached", "another"))
+    api.send(DEPLOYMENTS, "MODIFIED", web(rv=4, replicas=4))
+    await settle()
+    assert queued == [ObjectKey("team", "mc")] * 2
+    by_another.succeeded(web(rv=4, replicas=4))
+
+
+async def test_a_change_held_for_a_write_that_fails_reruns_the_owner(
+    followed: tuple[FakeApi, DependentWatches, list[ObjectKey]],
+) -> None:
+    api, dependents, queued = followed
+    write = sent(dependents, DEPLOYMENTS, owner("Memcached"))
+    api.send(DEPLOYMENTS, "MODIFIED", web(rv=5, replicas=5))  # someone else's, meanwhile
+    await settle()
+    assert queued == []
+
+    write.failed()  # refused (a conflict, say), or the run went away
+    await settle()
+    assert queued == [ObjectKey("team", "mc")]
 
 
 async def test_a_written_kind_already_watched_as_a_primary_is_not_listed_again() -> None:
@@ -183,11 +252,11 @@ async def test_a_written_kind_already_watched_as_a_primary_is_not_listed_again()
     cache = InformerCache(api, ["team"])  # type: ignore[arg-type]
     cache.informer(CONFIGMAPS)  # a watch of ConfigMaps
     await cache.wait_synced()
-    dependents = DependentWatches(cache, own_write_wait=0.0)
+    dependents = DependentWatches(cache)
     queued: list[ObjectKey] = []
     dependents.add_owner(watch("Memcached"), queued.append, namespaced=True)
 
-    dependents.on_write(CONFIGMAPS, owner("Memcached"))
+    await wrote(dependents, CONFIGMAPS, owner("Memcached"))
     api.send(
         CONFIGMAPS, "DELETED", obj("settings", rv=3, ownerReferences=owned_by("Memcached", "mc"))
     )
@@ -201,7 +270,7 @@ async def test_a_written_kind_already_watched_as_a_primary_is_not_listed_again()
 async def test_writes_that_get_no_dependent_watch() -> None:
     api = api_holding()
     cache = InformerCache(api, ["team"])  # type: ignore[arg-type]
-    dependents = DependentWatches(cache, own_write_wait=0.0)
+    dependents = DependentWatches(cache)
     dependents.add_owner(
         watch("Memcached", blacklist=(GVK("", "v1", "Secret"),)), lambda key: None, namespaced=True
     )
@@ -209,9 +278,9 @@ async def test_writes_that_get_no_dependent_watch() -> None:
         watch("Quiet", watch_dependent_resources=False), lambda key: None, namespaced=True
     )
 
-    dependents.on_write(SECRETS, owner("Memcached"))  # blacklisted
-    dependents.on_write(DEPLOYMENTS, owner("Quiet"))  # watchDependentResources: false
-    dependents.on_write(DEPLOYMENTS, owner("Unknown"))  # no watch of that kind
+    await wrote(dependents, SECRETS, owner("Memcached"))  # blacklisted
+    await wrote(dependents, DEPLOYMENTS, owner("Quiet"))  # watchDependentResources: false
+    await wrote(dependents, DEPLOYMENTS, owner("Unknown"))  # no watch of that kind
     await settle()
 
     assert api.lists == []
@@ -219,8 +288,8 @@ async def test_writes_that_get_no_dependent_watch() -> None:
 
 
 async def test_a_blacklisted_kind_is_never_read_from_the_cache_by_that_watchs_runs() -> None:
-    cache = InformerCache(api_holding(), ["team"])  # type: ignore[arg-type]
-    dependents = DependentWatches(cache, own_write_wait=0.0)
+    cache = InformerCache(FakeApi(), ["team"])  # type: ignore[arg-type]
+    dependents = DependentWatches(cache)
     dependents.add_owner(
         watch("Memcached", blacklist=(GVK("", "v1", "Secret"),)), lambda key: None, namespaced=True
     )

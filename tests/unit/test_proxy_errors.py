@@ -15,7 +15,8 @@ from ansible_operator.kube.config import KubeConfig
 from ansible_operator.kube.discovery import UnknownResource
 from ansible_operator.kube.types import Owner, Resource
 from ansible_operator.proxy.paths import parse_resource_path
-from ansible_operator.proxy.server import BUFFERED_BODY, ApiProxy, relayed_as_it_comes
+from ansible_operator.proxy.rules.forward import BUFFERED_BODY, relayed_as_it_comes
+from ansible_operator.proxy.server import ApiProxy
 
 CONFIGMAPS = "/api/v1/namespaces/team/configmaps"
 OWNER = Owner("cache.example.com", "v1alpha1", "Memcached", "team", "mc", "uid-1")

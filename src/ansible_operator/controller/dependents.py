@@ -1,30 +1,33 @@
 """The dependent-watch registry: which kinds each watch's runs wrote.
 
-The first time a run writes a kind through the proxy (`on_write`), and the
-owner's watch allows it (blacklist.py), that kind gets a listener on its
-informer from the shared cache (kube/cache.py: started then, or the one that
-already runs). One listener per kind serves every watch following it: its
-events go to the owners they point to (handlers.py) and into the owners'
-controllers' queues.
+The first time a run writes a kind through the proxy (`record`, one `Write`
+per write: proxy/writes.py), and the owner's watch allows it (blacklist.py),
+that kind gets a listener on its informer from the shared cache
+(kube/cache.py: started then, or the one that already runs). One listener
+per kind serves every watch following it: its events go to the owners they
+point to (handlers.py) and into the owners' controllers' queues.
 
 Reads never start a watch: the proxy answers from an informer that already
 exists, or forwards to the server. That is the reference's memory leak fixed.
 
-A run's own write is no reason to run again: the proxy hands over the object
-each write returned, and the change event that carries that very version
-(same object, same resourceVersion) does not re-queue the owner whose run
-wrote it. Any later change (another writer, a controller, a drift) has
-another version and does. The reference runs every owner a second time,
-with nothing to do, after each run that changed something.
+A run's own write is no reason to run again. The proxy reports each write
+before it sends it and settles it when the API server has answered, before
+the run hears the answer. A change event that would re-queue an owner while
+a write of that owner's run to that very object is in flight waits for the
+write to settle (the event and the answer leave the API server together and
+may arrive in either order); then the version the write produced (same
+object, same resourceVersion) is the run's own and does not re-queue that
+owner. Any other version (another writer, a controller, a drift) does, at
+once. The reference runs every owner a second time, with nothing to do,
+after each run that changed something.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ansible_operator.controller.blacklist import blacklisted, gets_dependent_watch
@@ -33,18 +36,19 @@ from ansible_operator.controller.reconcile import ObjectKey
 from ansible_operator.kube.cache import InformerCache
 from ansible_operator.kube.informer import EventListener
 from ansible_operator.kube.types import Owner, Resource
+from ansible_operator.proxy.writes import Write
 from ansible_operator.watches import Watch
 
 log = logging.getLogger("ansible_operator.controller")
 
 Enqueue = Callable[[ObjectKey], None]
 KindKey = tuple[str, str, str]  # group, version, plural
+ObjectRef = tuple[KindKey, str, str]  # kind, namespace ("" if cluster-scoped), name
+Version = tuple[KindKey, str, str, str]  # ... and resourceVersion
+Writer = tuple[str, str, ObjectKey]  # the owner's group, kind, namespace and name
 # Writes whose change event has not come yet (it comes within moments; the
 # oldest are forgotten first, and an event for a forgotten write re-queues).
 OWN_WRITES_KEPT = 10_000
-# Seconds a dependent's change waits before it re-queues its owner: time for
-# the proxy to hand over the write that may have caused it.
-OWN_WRITE_WAIT = 0.2
 
 
 @dataclass(frozen=True)
@@ -54,9 +58,23 @@ class _OwningWatch:
     enqueue: Enqueue
 
 
-def _version_of(
-    key: KindKey, obj: Mapping[str, Any] | None
-) -> tuple[KindKey, str, str, str] | None:
+@dataclass(eq=False)
+class _InFlight:
+    """A write sent and not yet answered, and the deliveries waiting for it."""
+
+    writer: Writer
+    waiting: list[Callable[[], None]] = field(default_factory=list)
+
+
+def _kind_key(resource: Resource) -> KindKey:
+    return (resource.group, resource.version, resource.plural)
+
+
+def _writer_of(owner: Owner) -> Writer:
+    return (owner.group, owner.kind, ObjectKey(owner.namespace, owner.name))
+
+
+def _version_of(key: KindKey, obj: Mapping[str, Any] | None) -> Version | None:
     """One version of one object: its kind, namespace, name and resourceVersion."""
     metadata = (obj or {}).get("metadata") or {}
     if not metadata.get("name") or not metadata.get("resourceVersion"):
@@ -70,14 +88,16 @@ def _version_of(
 
 
 class DependentWatches:
-    def __init__(self, cache: InformerCache, own_write_wait: float = OWN_WRITE_WAIT) -> None:
+    """The operator's `DependentRegistry` (proxy/writes.py)."""
+
+    def __init__(self, cache: InformerCache) -> None:
         self.cache = cache
-        self.own_write_wait = own_write_wait
         self._watches: dict[tuple[str, str], _OwningWatch] = {}  # by the owner's group, kind
         # dependent kind -> the owner kinds following it, and their queues
         self._following: dict[KindKey, dict[OwnerKind, Enqueue]] = {}
-        # (kind, namespace, name, resourceVersion) a run wrote -> that run's owner
-        self._own_writes: OrderedDict[tuple[KindKey, str, str, str], tuple] = OrderedDict()
+        # a version a run wrote -> that run's owner, until its change event comes
+        self._own_writes: OrderedDict[Version, Writer] = OrderedDict()
+        self._in_flight: dict[ObjectRef, list[_InFlight]] = {}
 
     def add_owner(self, watch: Watch, enqueue: Enqueue, *, namespaced: bool) -> None:
         """A watch whose runs' writes may start dependent watches; `enqueue`
@@ -90,25 +110,20 @@ class DependentWatches:
         )
         self._watches[(watch.gvk.group, watch.gvk.kind)] = _OwningWatch(watch, kind, enqueue)
 
-    def on_write(
-        self, resource: Resource, owner: Owner, written: Mapping[str, Any] | None = None
-    ) -> None:
-        """The proxy's write hook: a run of `owner` wrote an object of `resource`
-        (`written`: the object as the write returned it)."""
+    def record(self, write: Write) -> None:
+        """A run is about to send `write`: its object's events for that run's
+        owner wait for its answer; once it succeeded, the kind is followed."""
+        owner = write.owner
         owning = self._watches.get((owner.group, owner.kind))
-        if owning is None or not gets_dependent_watch(owning.watch, resource):
+        if owning is None or not gets_dependent_watch(owning.watch, write.resource):
             return
-        key = (resource.group, resource.version, resource.plural)
-        self._remember_own_write(key, owner, written)
-        following = self._following.get(key)
-        if following is not None:
-            if owning.kind not in following:
-                following[owning.kind] = owning.enqueue
-                self._say_watching(resource, owner)
-            return
-        self._following[key] = {owning.kind: owning.enqueue}
-        self._say_watching(resource, owner)
-        self.cache.informer(resource).add_listener(self._listener(key))
+        flight: _InFlight | None = None
+        ref: ObjectRef | None = None
+        if write.name is not None:
+            flight = _InFlight(_writer_of(owner))
+            ref = (_kind_key(write.resource), write.namespace or "", write.name)
+            self._in_flight.setdefault(ref, []).append(flight)
+        write.when_settled(lambda settled: self._settle(settled, owning, ref, flight))
 
     def reads_cached(self, resource: Resource, owner: Owner) -> bool:
         """Whether a run of `owner` may read `resource` from the cache: not
@@ -116,35 +131,49 @@ class DependentWatches:
         owning = self._watches.get((owner.group, owner.kind))
         return owning is None or not blacklisted(owning.watch, resource)
 
-    def _remember_own_write(
-        self, key: KindKey, owner: Owner, written: Mapping[str, Any] | None
+    def _settle(
+        self,
+        write: Write,
+        owning: _OwningWatch,
+        ref: ObjectRef | None,
+        flight: _InFlight | None,
     ) -> None:
-        found = _version_of(key, written)
+        if ref is not None and flight is not None:
+            flights = self._in_flight[ref]
+            flights.remove(flight)
+            if not flights:
+                del self._in_flight[ref]
+        if write.happened:
+            key = _kind_key(write.resource)
+            self._remember_own_write(key, write)
+            self._follow(key, owning, write)
+        for deliver in flight.waiting if flight is not None else ():
+            deliver()
+
+    def _remember_own_write(self, key: KindKey, write: Write) -> None:
+        found = _version_of(key, write.object)
         if found is None:
             return
-        self._own_writes[found] = (owner.group, owner.kind, ObjectKey(owner.namespace, owner.name))
+        self._own_writes[found] = _writer_of(write.owner)
         self._own_writes.move_to_end(found)
         while len(self._own_writes) > OWN_WRITES_KEPT:
             self._own_writes.popitem(last=False)
 
-    def _written_by(self, key: KindKey, event: str, new: Mapping[str, Any] | None) -> tuple | None:
-        """The owner whose run wrote this very version, if this event is its write."""
-        found = _version_of(key, new) if event == "MODIFIED" else None
-        return None if found is None else self._own_writes.pop(found, None)
+    def _follow(self, key: KindKey, owning: _OwningWatch, write: Write) -> None:
+        following = self._following.get(key)
+        if following is not None:
+            if owning.kind not in following:
+                following[owning.kind] = owning.enqueue
+                self._say_watching(write.resource, write.owner)
+            return
+        self._following[key] = {owning.kind: owning.enqueue}
+        self._say_watching(write.resource, write.owner)
+        self.cache.informer(write.resource).add_listener(self._listener(key))
 
     def _listener(self, key: KindKey) -> EventListener:
         def on_event(event: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-            requests = requests_for_owners(event, old, new, list(self._following[key]))
-            if not requests:
-                return
-            if event != "MODIFIED":
-                self._deliver(key, event, new, requests)
-                return
-            # The API server sends the write's answer and its change event at
-            # once; the proxy may hand over the answer a moment after the event.
-            asyncio.get_running_loop().call_later(
-                self.own_write_wait, self._deliver, key, event, new, requests
-            )
+            for kind, owner_key in requests_for_owners(event, old, new, list(self._following[key])):
+                self._deliver(key, event, new, kind, owner_key)
 
         return on_event
 
@@ -153,14 +182,25 @@ class DependentWatches:
         key: KindKey,
         event: str,
         new: Mapping[str, Any] | None,
-        requests: list[tuple[OwnerKind, ObjectKey]],
+        kind: OwnerKind,
+        owner_key: ObjectKey,
     ) -> None:
-        following = self._following[key]
-        writer = self._written_by(key, event, new)
-        for kind, owner_key in requests:
-            if writer == (kind.group, kind.kind, owner_key):
-                continue  # its own run's write
-            following[kind](owner_key)
+        """Re-queue the owner, unless this event is its own run's write."""
+        version = _version_of(key, new) if event == "MODIFIED" else None
+        if version is not None:
+            writer: Writer = (kind.group, kind.kind, owner_key)
+            flight = self._flight(version[:3], writer)
+            if flight is not None:
+                flight.waiting.append(lambda: self._deliver(key, event, new, kind, owner_key))
+                return
+            if self._own_writes.get(version) == writer:
+                del self._own_writes[version]
+                return
+        self._following[key][kind](owner_key)
+
+    def _flight(self, ref: ObjectRef, writer: Writer) -> _InFlight | None:
+        """A write of `writer`'s run to this object that has not been answered yet."""
+        return next((f for f in self._in_flight.get(ref, []) if f.writer == writer), None)
 
     @staticmethod
     def _say_watching(resource: Resource, owner: Owner) -> None:

@@ -1,0 +1,67 @@
+"""Who may use the proxy: one secret token per run, naming the run's owner.
+
+A token is issued when a run starts (its kubeconfig carries it) and revoked
+when the run ends; revoking also ends the streams the run opened
+(`until_revoked`), so nothing it started outlives it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from ansible_operator.kube.types import Owner
+
+
+@dataclass
+class Grant:
+    owner: Owner
+    # False: the run may only read (an admission webhook without side effects).
+    writes: bool = True
+    # Set when the run ends: the streams it opened close (until_revoked).
+    revoked: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class Grants:
+    """The live runs' tokens."""
+
+    def __init__(self) -> None:
+        self._by_token: dict[str, Grant] = {}
+
+    def issue(self, owner: Owner, *, writes: bool = True) -> tuple[str, Callable[[], None]]:
+        """A new token for a run of `owner`, and the function that revokes it."""
+        token = secrets.token_urlsafe(32)
+        self._by_token[token] = Grant(owner, writes)
+
+        def revoke() -> None:
+            grant = self._by_token.pop(token, None)
+            if grant is not None:
+                grant.revoked.set()
+
+        return token, revoke
+
+    def bearing(self, authorization: str) -> Grant | None:
+        """The grant an `Authorization` header's bearer token names, if it is live."""
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            return None
+        return self._by_token.get(token)
+
+
+async def until_revoked(grant: Grant, relay: Coroutine[Any, Any, None]) -> None:
+    """Run `relay` (the copying of a stream) to its end, or until the run's
+    grant is revoked: a watch must not keep feeding a run that has ended."""
+    relaying = asyncio.ensure_future(relay)
+    revoked = asyncio.ensure_future(grant.revoked.wait())
+    try:
+        await asyncio.wait((relaying, revoked), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        revoked.cancel()
+        if not relaying.done():
+            relaying.cancel()
+            await asyncio.wait((relaying,))
+    if not relaying.cancelled():
+        relaying.result()  # the copy's own error, as if it had run here
