@@ -116,6 +116,9 @@ class Grant:
     owner: Owner
     # False: the run may only read (an admission webhook without side effects).
     writes: bool = True
+    # False: the run owns nothing it writes, follows no dependent, reads past the
+    # cache (an admission run, whose answer must not rest on a watch's state).
+    owns: bool = True
     # Set when the run ends: the streams it opened close (until_revoked).
     revoked: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -266,11 +269,11 @@ class ApiProxy:
         self.stats = {"cache_hits": 0, "forwarded": 0, "injected": 0, "unauthorized": 0}
 
     # ----- per-run access (the AccessProvider the reconciler uses) -----------
-    def grant(self, owner: Owner, *, writes: bool = True) -> RunAccess:
+    def grant(self, owner: Owner, *, writes: bool = True, owns: bool = True) -> RunAccess:
         if self.bound_port is None:
             raise RuntimeError("the proxy is not started")
         token = secrets.token_urlsafe(32)
-        self._grants[token] = Grant(owner, writes)
+        self._grants[token] = Grant(owner, writes, owns)
         kubeconfig = build_kubeconfig(
             f"http://127.0.0.1:{self.bound_port}",
             name="ansible-operator-proxy",
@@ -376,7 +379,7 @@ class ApiProxy:
                     f"the ansible-operator proxy could not look up the kind of {path}: "
                     f"API discovery failed: {error}",
                 )
-        if target is not None and resource is not None:
+        if target is not None and resource is not None and grant.owns:
             if request.method == "GET":
                 cached = self._from_cache(request, target, resource, grant.owner)
                 if cached is not None:
@@ -388,6 +391,7 @@ class ApiProxy:
             target is not None
             and resource is not None
             and answer is not None
+            and grant.owns
             and request.method in WRITES
             and 200 <= response.status < 300
         ):
