@@ -48,7 +48,6 @@ from ansible_operator.kube.types import Resource
 from ansible_operator.metrics import Metrics
 from ansible_operator.options import OperatorOptions
 from ansible_operator.proxy.server import ApiProxy
-from ansible_operator.runner import rundir
 from ansible_operator.runner.host import RunnerHost
 from ansible_operator.watches import Watch, Webhook
 from ansible_operator.webhooks.service import WebhookService
@@ -187,11 +186,8 @@ class Manager:
         runner_root = self.options.runner_dir or scratch / "runs"
         elector: LeaderElector | None = None
         prober: asyncio.Task[None] | None = None
-        runner_dir: rundir.RunnerDirClaim | None = None
         host: RunnerHost | None = None
         try:
-            # Before any run, a webhook's too: a killed operator's runs left their inputs here.
-            runner_dir = await asyncio.to_thread(rundir.claim, runner_root)
             async with ApiClient(
                 config, trace_configs=[self.metrics.request_counter("operator")]
             ) as api:
@@ -285,8 +281,6 @@ class Manager:
                 await self.proxy.stop()  # after the webhooks: their runs use it
             for runner in self._sites:
                 await runner.cleanup()
-            if runner_dir is not None:
-                runner_dir.release()
             shutil.rmtree(scratch, ignore_errors=True)
 
     async def _say_whom_we_act_as(self, api: ApiClient) -> None:

@@ -1,7 +1,8 @@
 """The runner's face: one host per operator process, every run goes through it.
 
-    RunnerHost.start()                   the event receiver, the runs' cgroups,
-                                         the warm processes (warm mode)
+    RunnerHost.start()                   the runner directory claimed, the event
+                                         receiver, the runs' cgroups, the warm
+                                         processes (warm mode)
     RunnerHost.run(plan) -> RunResult    a reconcile's run or an admission run
     RunnerHost.stop()
 
@@ -84,10 +85,13 @@ class RunnerHost:
         self.warm: WarmProcesses | None = None
         self._run_slots = asyncio.Semaphore(max_runs)
         self._run_groups: cgroups.RunGroups | None = None
+        self._runner_dir: rundir.RunnerDirClaim | None = None
         self._in_flight: set[str] = set()  # idents whose artifacts must stay
 
     # ----- lifecycle -----------------------------------------------------------
     async def start(self) -> None:
+        # Before any run: a killed operator's runs left their inputs here.
+        self._runner_dir = await asyncio.to_thread(rundir.claim, self.runner_root)
         await self.receiver.start()
         if self.contain:
             # Runs of an operator killed earlier may have left processes.
@@ -104,6 +108,9 @@ class RunnerHost:
         if self._run_groups is not None:
             await asyncio.to_thread(self._run_groups.close)
             self._run_groups = None
+        if self._runner_dir is not None:
+            self._runner_dir.release()
+            self._runner_dir = None
 
     async def _start_warm_processes(self) -> WarmProcesses | None:
         """Warm runner mode: the processes runs and their modules fork from."""

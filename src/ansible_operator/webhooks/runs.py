@@ -24,7 +24,6 @@ from ansible_operator.durations import format_duration
 from ansible_operator.kube.types import Owner
 from ansible_operator.options import OperatorOptions
 from ansible_operator.runner import priority
-from ansible_operator.runner.events import task_started
 from ansible_operator.runner.host import RunnerHost
 from ansible_operator.runner.plan import RunPlan, new_ident
 from ansible_operator.runner.result import RunResult
@@ -158,7 +157,8 @@ class Progress:
         self.last_task = ""
 
     def hear(self, event: dict[str, Any]) -> None:
-        self.last_task = task_started(event) or self.last_task
+        if event.get("event") == "playbook_on_task_start":
+            self.last_task = str((event.get("event_data") or {}).get("task", ""))
         if self.answer is None:
             self.answer = answer_from_event(event)
 
