@@ -33,9 +33,7 @@ from ansible_operator.kube.impersonation import verify_impersonation
 from ansible_operator.kube.types import Resource
 from ansible_operator.metrics import Metrics
 from ansible_operator.proxy.server import ApiProxy
-from ansible_operator.runner.process import RunResult
-from ansible_operator.runner.receiver import EventReceiver
-from ansible_operator.runner.run import AnsibleRunner, Runner, RunRequest
+from ansible_operator.runner.host import RunnerHost
 from ansible_operator.settings import AnsibleSettings, RunSettings, Settings, WatchingSettings
 from ansible_operator.settings.ansible import facts_skipped
 from ansible_operator.settings.flags import add_flags, flag_value
@@ -46,19 +44,6 @@ FIELD_MANAGER = "ansible-operator-reconcile"
 
 class ReconcileError(Exception):
     """Something the user must fix before a reconcile can run; the message says what."""
-
-
-class RecordedRuns:
-    """Runs through `runner` and keeps every result: the command reports the run."""
-
-    def __init__(self, runner: Runner) -> None:
-        self.runner = runner
-        self.results: list[RunResult] = []
-
-    async def run(self, request: RunRequest) -> RunResult:
-        result = await self.runner.run(request)
-        self.results.append(result)
-        return result
 
 
 class OneObject:
@@ -185,7 +170,8 @@ def settings_of(args: argparse.Namespace) -> Settings:
             check_mode=args.check,
             skip_facts=facts_skipped(os.environ),
         ),
-        runs=RunSettings(run_timeout=args.timeout),
+        # One run: a warm runner would cost more than it saves.
+        runs=RunSettings(run_timeout=args.timeout, runner_mode="reference"),
     )
 
 
@@ -197,7 +183,6 @@ async def reconcile_once(args: argparse.Namespace) -> int:
         print(f"ansible-operator: warning: {warning}", file=sys.stderr)
     config = connect_config(watching.kubeconfig)
     with tempfile.TemporaryDirectory(prefix="ansible-operator-reconcile-") as scratch:
-        receiver = EventReceiver(Path(scratch) / "events.sock")
         async with ApiClient(config) as api:
             mapper = RestMapper(api)
             # The object (`-f`) is applied as you, as `kubectl apply` would; the
@@ -210,29 +195,27 @@ async def reconcile_once(args: argparse.Namespace) -> int:
                 await verify_impersonation(api)
             proxy = ApiProxy(config, mapper, port=0)
             await proxy.start()
-            await receiver.start()
             metrics = Metrics()
+            host = RunnerHost(
+                options=options,
+                access=proxy,
+                runner_root=Path(scratch) / "runs",
+                scratch=Path(scratch),
+                metrics=metrics,
+                max_runs=1,
+                contain=False,  # the command ends with its run: nothing outlives it
+                live_output=lambda text: print(text, flush=True),
+            )
+            await host.start()
             try:
-                runs = RecordedRuns(
-                    AnsibleRunner(
-                        options=options,
-                        receiver=receiver,
-                        access=proxy,
-                        runner_root=Path(scratch) / "runs",
-                        run_slots=asyncio.Semaphore(1),
-                        metrics=metrics,
-                        live_output=lambda text: print(text, flush=True),
-                    )
-                )
-                shared = Shared(api=api, options=options, metrics=metrics, runner=runs)
+                shared = Shared(api=api, options=options, metrics=metrics, runner=host)
                 metadata = obj["metadata"]
                 reader = OneObject(obj)
                 reconciler = AnsibleReconciler(watch, resource, reader, shared)
-                await reconciler.reconcile(reader.key)
+                result = (await reconciler.reconcile(reader.key)).run
             finally:
-                await receiver.stop()
+                await host.stop()
                 await proxy.stop()
-            result = runs.results[-1] if runs.results else None
             print()
             if not args.check:
                 try:

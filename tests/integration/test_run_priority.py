@@ -6,26 +6,18 @@ ansible-core, no cluster."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from ansible_operator.kube.types import Owner
+from ansible_operator.metrics import Metrics
 from ansible_operator.runner import priority
 from ansible_operator.runner.access import RunAccess
-from ansible_operator.runner.events import RunSummary
-from ansible_operator.runner.play import AnsiblePlayer, RunPlan
-from ansible_operator.runner.process import RunSpec
-from ansible_operator.runner.receiver import EventReceiver
-from ansible_operator.runner.warm.processes import (
-    WarmProcesses,
-    ansible_environment,
-    start_warm_processes,
-)
-from ansible_operator.settings import Settings
+from ansible_operator.runner.host import RunnerHost
+from ansible_operator.runner.plan import RunPlan, new_ident
+from ansible_operator.settings import RunSettings, Settings
 
 OWNER = Owner(group="", version="v1", kind="ConfigMap", namespace="ns", name="cm", uid="")
 # The nice value of a shell a command task starts, and of a Python module's own process.
@@ -48,15 +40,10 @@ module.exit_json(changed=False, nice=os.nice(0))
 """
 
 
-@contextlib.asynccontextmanager
-async def held(_spec: RunSpec) -> AsyncIterator[None]:
-    yield
-
-
 class NoProxy:
     """Runs here need no API: a grant with no credentials."""
 
-    def grant(self, owner: Owner, *, writes: bool = True) -> RunAccess:
+    def grant(self, owner: Owner, *, writes: bool = True, owns: bool = True) -> RunAccess:
         return RunAccess()
 
 
@@ -77,24 +64,12 @@ def scratch(tmp_path: Path) -> Path:
     return path
 
 
-@contextlib.asynccontextmanager
-async def processes_of(mode: str, scratch: Path) -> AsyncIterator[WarmProcesses | None]:
-    if mode == "reference":
-        yield None
-        return
-    env = ansible_environment(roles_path=None, collections_path=None, pipelining=True)
-    warm = await start_warm_processes(scratch, env)
-    try:
-        yield warm
-    finally:
-        await warm.stop()
-
-
-def plan_of(tmp_path: Path, role: Path, nice: int) -> RunPlan:
+def plan_of(role: Path, nice: int) -> RunPlan:
     return RunPlan(
+        ident=new_ident(),
         owner=OWNER,
         described="kind=ConfigMap namespace=ns name=cm",
-        subject_dir=tmp_path / "runs" / "cm",
+        subject=Path("cm"),
         role=role,
         playbook=None,
         extravars={},
@@ -108,7 +83,7 @@ def plan_of(tmp_path: Path, role: Path, nice: int) -> RunPlan:
 
 @pytest.mark.parametrize("mode", ["reference", "warm"])
 async def test_reconcile_runs_yield_the_cpu_to_admission_runs(
-    tmp_path: Path, role: Path, scratch: Path, receiver: EventReceiver, mode: str
+    tmp_path: Path, role: Path, scratch: Path, mode: str
 ) -> None:
     said: list[str] = []
 
@@ -117,19 +92,23 @@ async def test_reconcile_runs_yield_the_cpu_to_admission_runs(
         if isinstance(result, dict) and str(result.get("msg", "")).startswith("nice "):
             said.append(str(result["msg"]))
 
-    async with processes_of(mode, scratch) as warm:
-        player = AnsiblePlayer(
-            options=Settings(),
-            receiver=receiver,
-            access=NoProxy(),
-            runner_root=tmp_path / "runs",
-            warm=lambda: warm,
-            run_groups=lambda: None,
-        )
+    host = RunnerHost(
+        options=Settings(runs=RunSettings(runner_mode=mode)),
+        access=NoProxy(),
+        runner_root=tmp_path / "runs",
+        scratch=scratch,
+        metrics=Metrics(),
+        max_runs=1,
+        contain=False,
+    )
+    await host.start()
+    try:
+        assert (host.warm is not None) == (mode == "warm")
         for nice in (priority.RECONCILE, priority.ADMISSION):
-            plan = plan_of(tmp_path, role, nice)
-            result = await player.play(plan, RunSummary(), hold=held, on_event=hear)
+            result = await host.run(plan_of(role, nice), on_event=hear)
             assert result.succeeded, result.message
+    finally:
+        await host.stop()
 
     ours = os.nice(0)  # the operator's own (this test's), from which runs yield
     lowered = min(ours + priority.RECONCILE, priority.MAX_NICE)

@@ -13,8 +13,10 @@ import pytest
 
 from ansible_operator.runner.event_plugin import SOCKET_ENV, TOKEN_ENV
 from ansible_operator.runner.events import RunSummary
-from ansible_operator.runner.process import RunResult, RunSpec, execute
+from ansible_operator.runner.plan import new_ident
+from ansible_operator.runner.process import RunSpec, execute
 from ansible_operator.runner.receiver import EventReceiver
+from ansible_operator.runner.result import RunResult
 from ansible_operator.runner.rundir import prepare
 from ansible_operator.runner.warm import acceleration
 from ansible_operator.runner.warm.acceleration import (
@@ -113,7 +115,15 @@ async def run(
         TOKEN_ENV: channel.token,
         **ansible_environment(roles_path=None, collections_path=None, pipelining=True),
     }
-    spec = RunSpec(run_dir=run_dir, role=role, playbook=None, verbosity=0, timeout=120, env=env)
+    spec = RunSpec(
+        run_dir=run_dir,
+        role=role,
+        playbook=None,
+        ident=new_ident(),
+        verbosity=0,
+        timeout=120,
+        env=env,
+    )
     try:
         result = await execute(spec, summary, warm_runner=warm.run_socket)
     finally:

@@ -16,8 +16,10 @@ import pytest
 from ansible_operator.runner import rundir
 from ansible_operator.runner.event_plugin import SOCKET_ENV, TOKEN_ENV
 from ansible_operator.runner.events import RunSummary
-from ansible_operator.runner.process import RunResult, RunSpec, execute
+from ansible_operator.runner.plan import new_ident
+from ansible_operator.runner.process import RunSpec, execute
 from ansible_operator.runner.receiver import EventReceiver
+from ansible_operator.runner.result import RunResult
 from ansible_operator.runner.warm.processes import (
     WarmProcesses,
     ansible_environment,
@@ -104,7 +106,13 @@ async def run_role(
         **(extra_env or {}),
     }
     spec = RunSpec(
-        run_dir=run_dir, role=role, playbook=None, verbosity=0, timeout=run_timeout, env=env
+        run_dir=run_dir,
+        role=role,
+        playbook=None,
+        ident=new_ident(),
+        verbosity=0,
+        timeout=run_timeout,
+        env=env,
     )
     try:
         return await execute(spec, summary, warm_runner=warm.run_socket if warm else None)
@@ -123,9 +131,9 @@ async def test_warm_and_reference_runs_agree(
     for mode, processes in (("reference", None), ("warm", warm)):
         result = await run_role(receiver, tmp_path, roles / "demo", {"number": 21}, warm=processes)
         assert result.succeeded, result.message
-        stats = result.summary.stats
+        stats = result.stats
         assert stats is not None
-        outcomes[mode] = (stats.ok, stats.changed, stats.failures, result.summary.last_task)
+        outcomes[mode] = (stats.ok, stats.changed, stats.failures, result.last_task)
         stdout = (artifacts(result, tmp_path, mode, "demo") / "stdout").read_text()
         # What the role's own module returned, printed by the role: 21 doubled, echoed, greeted.
         assert '"msg": "the role says hello 42"' in stdout

@@ -116,7 +116,11 @@ async def test_a_successful_run_goes_running_then_successful_with_its_results() 
     result = setup.conditions()["Successful"]["ansibleResult"]
     assert (result["ok"], result["changed"], result["failures"]) == (4, 1, 0)
     assert outcome == Outcome(requeue_after=36000.0)
-    assert len(setup.runner.seen) == 1 and not setup.runner.seen[0].request.deleting
+    assert len(setup.runner.seen) == 1
+    assert setup.runner.seen[0].plan.role == Path("roles/memcached")
+    # The outcome carries the run it made, named as the reconciler named it.
+    assert outcome.run is not None and outcome.run.succeeded
+    assert outcome.run.ident == setup.runner.seen[0].plan.ident
 
 
 async def test_a_failed_run_sets_failure_with_the_task_message_and_backs_off() -> None:
@@ -202,7 +206,8 @@ async def test_the_finalizer_is_added_before_a_run_and_removed_after_a_finalizer
     stored["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"  # kubectl delete
     await setup.reconcile()
 
-    assert runner.seen[1].request.deleting
+    assert "state" not in runner.seen[0].plan.extravars
+    assert runner.seen[1].plan.extravars["state"] == "absent"  # the finalizer's run
     assert setup.stored() is None  # finalizer gone: the object with it
 
 
@@ -237,9 +242,9 @@ async def test_the_objects_own_settings_reach_the_runner() -> None:
     )
     setup = Setup(FakeRunner(), make_watch(), obj)
     await setup.reconcile()
-    request = setup.runner.seen[0].request
-    assert (request.verbosity, request.keep_artifacts) == (4, 3)
-    assert request.watch.gvk.kind == "Memcached"
+    plan = setup.runner.seen[0].plan
+    assert (plan.verbosity, plan.keep_artifacts) == (4, 3)
+    assert plan.owner.kind == "Memcached"
 
 
 async def test_check_mode_runs_but_writes_nothing() -> None:

@@ -1,13 +1,12 @@
-"""A run's grant, event channel and credential go with the run, however it ends.
+"""A run's grant, event channel, slot and credential go with the run, however it ends.
 
-AnsiblePlayer.play is the one way through the runner for reconciles and admission
+RunnerHost.run is the one way through the runner for reconciles and admission
 runs; the process itself is faked here (the integration tests run it for real).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,15 +16,16 @@ import aiohttp
 import pytest
 
 from ansible_operator.kube.types import Owner
-from ansible_operator.runner import play as play_module
+from ansible_operator.metrics import Metrics
+from ansible_operator.runner import host as host_module
 from ansible_operator.runner.access import RunAccess
 from ansible_operator.runner.event_plugin import TOKEN_ENV
 from ansible_operator.runner.events import RunSummary
-from ansible_operator.runner.play import AnsiblePlayer, RunPlan
+from ansible_operator.runner.host import RunnerHost
+from ansible_operator.runner.plan import RunPlan, new_ident
 from ansible_operator.runner.process import RunSpec
 from ansible_operator.runner.receiver import EventReceiver, RunChannel
-from ansible_operator.runner.rundir import RunDir
-from ansible_operator.settings import Settings
+from ansible_operator.settings import RunSettings, Settings
 
 OWNER = Owner(group="", version="v1", kind="ConfigMap", namespace="ns", name="cm", uid="")
 TOKEN = "proxy-token-of-the-run"
@@ -35,11 +35,11 @@ class Grants:
     """A proxy that records what it granted and what was revoked."""
 
     def __init__(self) -> None:
-        self.granted: list[tuple[Owner, bool]] = []
+        self.granted: list[tuple[Owner, bool, bool]] = []
         self.revoked = 0
 
-    def grant(self, owner: Owner, *, writes: bool = True) -> RunAccess:
-        self.granted.append((owner, writes))
+    def grant(self, owner: Owner, *, writes: bool = True, owns: bool = True) -> RunAccess:
+        self.granted.append((owner, writes, owns))
         kubeconfig = {"users": [{"name": "run", "user": {"token": TOKEN}}]}
 
         def revoke() -> None:
@@ -61,11 +61,15 @@ async def post_event(receiver: EventReceiver, token: str, event: dict[str, Any])
         return response.status
 
 
+LABEL = "core/v1/ConfigMap"
+
+
 def plan_in(root: Path, *, ansible_args: str = "", writes: bool = True) -> RunPlan:
     return RunPlan(
+        ident=new_ident(),
         owner=OWNER,
         described="kind=ConfigMap namespace=ns name=cm",
-        subject_dir=root / "core" / "v1" / "ConfigMap" / "ns" / "cm",
+        subject=Path("core", "v1", "ConfigMap", "ns", "cm"),
         role=root / "roles" / "cm",
         playbook=None,
         extravars={"x": 1},
@@ -75,79 +79,81 @@ def plan_in(root: Path, *, ansible_args: str = "", writes: bool = True) -> RunPl
         skip_facts=True,
         ansible_args=ansible_args,
         writes=writes,
+        label=LABEL,
     )
 
 
-def player_for(root: Path, receiver: EventReceiver, grants: Grants) -> AnsiblePlayer:
-    return AnsiblePlayer(
-        options=Settings(),
-        receiver=receiver,
-        access=grants,
-        runner_root=root,
-        warm=lambda: None,
-        run_groups=lambda: None,
+@pytest.fixture
+async def host(tmp_path: Path) -> AsyncIterator[RunnerHost]:
+    """A host in reference mode, without cgroups, granting through `Grants`."""
+    host = RunnerHost(
+        options=Settings(runs=RunSettings(runner_mode="reference")),
+        access=Grants(),
+        runner_root=tmp_path / "runs",
+        scratch=tmp_path,
+        metrics=Metrics(),
+        max_runs=1,
+        contain=False,
     )
+    await host.start()
+    yield host
+    await host.stop()
 
 
-async def test_a_cancelled_run_loses_its_grant_channel_and_credential_and_is_rotated(
-    tmp_path: Path, receiver: EventReceiver, monkeypatch: pytest.MonkeyPatch
+def in_flight(host: RunnerHost) -> float | None:
+    return host.metrics.registry.get_sample_value("ansible_operator_runs_in_flight", {"GVK": LABEL})
+
+
+async def test_a_cancelled_run_loses_its_grant_channel_slot_and_credential_and_is_rotated(
+    tmp_path: Path, host: RunnerHost, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     running = asyncio.Event()
     specs: list[RunSpec] = []
-    rotated: list[RunDir] = []
+    summaries: list[RunSummary] = []
     seen: list[dict[str, Any]] = []
-    held: list[str] = []
 
     async def never_ends(spec: RunSpec, summary: RunSummary, **_: Any) -> Any:
         specs.append(spec)
+        summaries.append(summary)
+        (spec.run_dir.artifacts / spec.ident).mkdir(parents=True)
         running.set()
         await asyncio.Event().wait()
 
-    @contextlib.asynccontextmanager
-    async def hold(spec: RunSpec) -> AsyncIterator[None]:
-        held.append(f"in {spec.ident}")
-        try:
-            yield
-        finally:
-            held.append(f"out {spec.ident}")
-
-    monkeypatch.setattr(play_module, "execute", never_ends)
-    grants = Grants()
-    summary = RunSummary()
-    player = player_for(tmp_path / "runs", receiver, grants)
-    run = asyncio.ensure_future(
-        player.play(
-            plan_in(tmp_path / "runs", writes=False),
-            summary,
-            hold=hold,
-            on_event=seen.append,
-            rotate=rotated.append,
-        )
-    )
+    monkeypatch.setattr(host_module, "execute", never_ends)
+    grants = host.access
+    assert isinstance(grants, Grants)
+    plan = plan_in(tmp_path / "runs", writes=False)
+    run = asyncio.ensure_future(host.run(plan, on_event=seen.append))
     await asyncio.wait_for(running.wait(), 10)
     spec = specs[0]
     token = spec.env[TOKEN_ENV]
-    assert grants.granted == [(OWNER, False)]
+    assert spec.ident == plan.ident  # the caller named the run
+    assert grants.granted == [(OWNER, False, True)]
     assert spec.run_dir.kubeconfig.exists()
-    assert await post_event(receiver, token, {"event": "playbook_on_start"}) == 204
+    assert spec.run_dir.artifacts == tmp_path / "runs" / plan.subject / "artifacts"
+    assert in_flight(host) == 1  # a capped run holds a slot while it runs
+    assert await post_event(host.receiver, token, {"event": "playbook_on_start"}) == 204
     assert seen == [{"event": "playbook_on_start"}]
-    assert TOKEN not in summary.redactor.text(f"token {TOKEN}")
+    assert TOKEN not in summaries[0].redactor.text(f"token {TOKEN}")
 
     run.cancel()
     with pytest.raises(asyncio.CancelledError):
         await run
 
-    assert held == [f"in {spec.ident}", f"out {spec.ident}"]
+    assert in_flight(host) == 0
     assert grants.revoked == 1
-    assert await post_event(receiver, token, {"event": "late"}) == 401
+    assert await post_event(host.receiver, token, {"event": "late"}) == 401
     assert not spec.run_dir.path.exists()
-    assert rotated == [spec.run_dir]
+    # It kept no artifacts (keep_artifacts=0): rotated away once it ended.
+    assert not (spec.run_dir.artifacts / spec.ident).exists()
 
 
 async def test_a_run_whose_directory_cannot_be_written_gives_back_its_grant(
-    tmp_path: Path, receiver: EventReceiver, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, host: RunnerHost, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    grants = Grants()
+    grants = host.access
+    assert isinstance(grants, Grants)
+    receiver = host.receiver
     opened: list[RunChannel] = []
     open_channel = receiver.open_channel
 
@@ -157,16 +163,13 @@ async def test_a_run_whose_directory_cannot_be_written_gives_back_its_grant(
 
     monkeypatch.setattr(receiver, "open_channel", recorded)
 
-    @contextlib.asynccontextmanager
-    async def hold(spec: RunSpec) -> AsyncIterator[None]:
-        raise AssertionError("a run without a directory never waits for a slot")
-        yield
+    async def never_called(*_: Any, **__: Any) -> Any:
+        raise AssertionError("a run without a directory never starts")
 
-    player = player_for(tmp_path / "runs", receiver, grants)
+    monkeypatch.setattr(host_module, "execute", never_called)
     with pytest.raises(ValueError, match="quotation"):
-        await player.play(
-            plan_in(tmp_path / "runs", ansible_args="--tags 'unclosed"), RunSummary(), hold=hold
-        )
-    assert grants.granted == [(OWNER, True)]
+        await host.run(plan_in(tmp_path / "runs", ansible_args="--tags 'unclosed"))
+    assert grants.granted == [(OWNER, True, True)]
     assert grants.revoked == 1
+    assert in_flight(host) is None  # it never waited for a slot
     assert await post_event(receiver, opened[0].token, {"event": "late"}) == 401

@@ -100,7 +100,7 @@ async def test_a_stopped_run_ends_its_reconcile_with_nothing_requeued(
 async def test_a_stop_requested_before_the_run_starts_starts_nothing(tmp_path: Path) -> None:
     run_dir = rundir.prepare(tmp_path / "obj", extravars={}, envvars={}, kubeconfig=None)
     # No role: a run that started would fail to build its command line.
-    spec = RunSpec(run_dir=run_dir, role=None, playbook=None)
+    spec = RunSpec(run_dir=run_dir, role=None, playbook=None, ident="1-stopped")
     stop = stopping.RunStop()
     stop.request("the object was deleted")
     with stopping.stoppable(stop), pytest.raises(stopping.RunStopped) as stopped:

@@ -30,8 +30,9 @@ from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.kube.types import Resource
 from ansible_operator.metrics import Metrics
 from ansible_operator.options import OperatorOptions
-from ansible_operator.runner.process import RunResult
-from ansible_operator.runner.run import Runner, RunRequest, object_fields
+from ansible_operator.runner.plan import new_ident
+from ansible_operator.runner.result import RunResult
+from ansible_operator.runner.run import Runner, object_fields, plan_for
 from ansible_operator.settings.precedence import Overrides, effective
 from ansible_operator.watches import Watch
 
@@ -45,7 +46,7 @@ class Shared:
     api: ApiClient
     options: OperatorOptions
     metrics: Metrics
-    runner: Runner  # does the Ansible runs (runner/run.py)
+    runner: Runner  # does the Ansible runs (runner/host.py's RunnerHost)
 
 
 class AnsibleReconciler:
@@ -145,15 +146,16 @@ class AnsibleReconciler:
                 return Outcome()
 
         try:
-            result = await self.shared.runner.run(
-                RunRequest(
-                    watch=self.watch,
-                    obj=obj,
-                    deleting=deleting,
-                    verbosity=settings.verbosity,
-                    keep_artifacts=settings.max_runner_artifacts,
-                )
+            plan = plan_for(
+                self.watch,
+                obj,
+                self.shared.options,
+                deleting=deleting,
+                verbosity=settings.verbosity,
+                keep_artifacts=settings.max_runner_artifacts,
+                ident=new_ident(),
             )
+            result = await self.shared.runner.run(plan)
         except asyncio.CancelledError:
             # Shutdown killed the run: say so, rather than leave the object Running.
             await asyncio.shield(self._interrupted(obj))
@@ -167,7 +169,7 @@ class AnsibleReconciler:
             )
             remaining = await remove_finalizer(self.shared.api, self.resource, obj, finalizer.name)
             if remaining is None or not (remaining.get("metadata") or {}).get("deletionTimestamp"):
-                return Outcome()
+                return Outcome(run=result)
             obj = remaining
 
         return await self._report(obj, result, settings)
@@ -176,7 +178,7 @@ class AnsibleReconciler:
     async def _report(
         self, obj: dict[str, Any], result: RunResult, annotated: Overrides
     ) -> Outcome:
-        stats = result.summary.stats
+        stats = result.stats
         ansible_result = (
             conditions.AnsibleResult(
                 ok=stats.ok,
@@ -201,21 +203,21 @@ class AnsibleReconciler:
                 await self._event(
                     obj, "ReconcileSucceeded", "Reconciliation succeeded after earlier failures"
                 )
-            period = result.summary.requeue_after  # the role's requeue_after wins
+            period = result.requeue_after  # the role's requeue_after wins
             if period is None:
                 options = self.shared.options
                 period = effective(self.watch, options.runs, options.ansible, annotated)
                 period = period.reconcile_period
-            return Outcome(requeue_after=period)
+            return Outcome(requeue_after=period, run=result)
         await self._fail(
             obj,
             result.message,
             ansible_result=ansible_result,
             reason="RunTimeout" if result.status == "timeout" else "Failed",
         )
-        if result.summary.requeue_after is not None:
-            return Outcome(requeue_after=result.summary.requeue_after)
-        return Outcome(retry=True)
+        if result.requeue_after is not None:
+            return Outcome(requeue_after=result.requeue_after, run=result)
+        return Outcome(retry=True, run=result)
 
     async def _fail(
         self,

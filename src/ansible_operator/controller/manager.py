@@ -1,7 +1,11 @@
-"""The manager: owns the API client, informers, controllers, the event
-receiver, metrics and health servers and leader election; starts them in
-order and stops them gracefully (SIGTERM: stop taking work, let runs finish up
-to the graceful-shutdown timeout, then kill them)."""
+"""The manager: owns the API client, informers, controllers, the runner host
+(event receiver, warm processes, the runs' cgroups), the API proxy, metrics
+and health servers and leader election; starts them in order and stops them
+gracefully (SIGTERM: stop taking work, let runs finish up to the
+graceful-shutdown timeout, then kill them).
+
+    health, metrics -> proxy, runner host -> webhooks (every replica)
+    -> leader election -> controllers"""
 
 from __future__ import annotations
 
@@ -44,14 +48,7 @@ from ansible_operator.kube.types import Resource
 from ansible_operator.metrics import Metrics
 from ansible_operator.options import OperatorOptions
 from ansible_operator.proxy.server import ApiProxy
-from ansible_operator.runner import cgroups, rundir
-from ansible_operator.runner.receiver import EventReceiver
-from ansible_operator.runner.run import AnsibleRunner
-from ansible_operator.runner.warm.processes import (
-    WarmProcesses,
-    ansible_environment,
-    start_warm_processes,
-)
+from ansible_operator.runner.host import RunnerHost
 from ansible_operator.settings.precedence import Effective, effective
 from ansible_operator.watches import Watch, Webhook
 from ansible_operator.webhooks.service import WebhookService
@@ -97,8 +94,6 @@ class Manager:
         self._sites: list[web.AppRunner] = []
         self.bound: dict[str, tuple[str, int]] = {}
         self._background: set[asyncio.Task[None]] = set()
-        self._warm: WarmProcesses | None = None
-        self._run_groups: cgroups.RunGroups | None = None
 
     # ----- servers -----------------------------------------------------------
     async def _serve(
@@ -190,13 +185,10 @@ class Manager:
         # mkdtemp creates it 0700: the event socket inside is ours alone.
         scratch = Path(tempfile.mkdtemp(prefix="ansible-operator-"))
         runner_root = self.options.runner_dir or scratch / "runs"
-        receiver = EventReceiver(scratch / "events.sock", on_metric=self.metrics.user_metric)
         elector: LeaderElector | None = None
         prober: asyncio.Task[None] | None = None
-        runner_dir: rundir.RunnerDirClaim | None = None
+        host: RunnerHost | None = None
         try:
-            # Before any run, a webhook's too: a killed operator's runs left their inputs here.
-            runner_dir = await asyncio.to_thread(rundir.claim, runner_root)
             async with ApiClient(
                 config, trace_configs=[self.metrics.request_counter("operator")]
             ) as api:
@@ -212,8 +204,34 @@ class Manager:
                     "health", self.options.health_probe_bind_address, self._health_app()
                 )
                 await self._serve_metrics(api, scratch)
+                # One proxy and one runner host for every run of this process, the
+                # webhooks' too: started before the election, as the webhooks are.
+                self.mapper = RestMapper(api)
+                self.cache = InformerCache(api, self.options.watch_namespaces)
+                self.dependents = DependentWatches(self.cache)
+                self.proxy = ApiProxy(
+                    config,
+                    self.mapper,
+                    cache=self.cache,
+                    dependents=self.dependents,
+                    inject_owner_ref=self.options.inject_owner_ref,
+                    port=self.options.proxy_port,
+                    trace_configs=[self.metrics.request_counter("proxy")],
+                    on_cache_hit=self.metrics.proxy_cache_hits.inc,
+                )
+                await self.proxy.start()
+                host = RunnerHost(
+                    options=self.options,
+                    access=self.proxy,
+                    runner_root=runner_root,
+                    scratch=scratch,
+                    metrics=self.metrics,
+                    max_runs=self._global_cap(),
+                    targets=self._run_targets(),
+                )
+                await host.start()
                 if self.webhooks:
-                    await self._start_webhooks(api, config, scratch, runner_root)
+                    await self._start_webhooks(api, scratch, host)
                 if self.options.leader_elect:
                     elector = LeaderElector(
                         api,
@@ -233,37 +251,7 @@ class Manager:
                         acquiring.cancel()
                         return 0
                     acquiring.result()
-                await receiver.start()
-                # Runs of an operator killed earlier may have left processes.
-                await asyncio.to_thread(cgroups.remove_stale)
-                self._run_groups = cgroups.RunGroups()
-                if self._warm is None:
-                    self._warm = await self._start_warm_processes(scratch)
-                self.mapper = RestMapper(api)
-                self.cache = InformerCache(api, self.options.watch_namespaces)
-                self.dependents = DependentWatches(self.cache)
-                self.proxy = ApiProxy(
-                    config,
-                    self.mapper,
-                    cache=self.cache,
-                    dependents=self.dependents,
-                    inject_owner_ref=self.options.inject_owner_ref,
-                    port=self.options.proxy_port,
-                    trace_configs=[self.metrics.request_counter("proxy")],
-                    on_cache_hit=self.metrics.proxy_cache_hits.inc,
-                )
-                await self.proxy.start()
-                runner = AnsibleRunner(
-                    options=self.options,
-                    receiver=receiver,
-                    access=self.proxy,
-                    runner_root=runner_root,
-                    run_slots=asyncio.Semaphore(self._global_cap()),
-                    metrics=self.metrics,
-                    warm=self._warm,
-                    run_groups=self._run_groups or None,
-                )
-                shared = Shared(api=api, options=self.options, metrics=self.metrics, runner=runner)
+                shared = Shared(api=api, options=self.options, metrics=self.metrics, runner=host)
                 await self._start_controllers(shared)
                 self.ready = True
                 log.info(
@@ -281,21 +269,18 @@ class Manager:
                 await self._shutdown(0.0 if lost else self.options.graceful_shutdown_timeout)
                 if elector is not None:
                     await elector.release()
-                await receiver.stop()
                 return 1 if lost else 0
         finally:
             if self.webhook_service is not None:
                 await self.webhook_service.stop()
             if prober is not None:
                 prober.cancel()
-            if self._warm is not None:
-                await self._warm.stop()
-            if self._run_groups is not None:
-                await asyncio.to_thread(self._run_groups.close)
+            if host is not None:
+                await host.stop()
+            if self.proxy is not None:
+                await self.proxy.stop()  # after the webhooks: their runs use it
             for runner in self._sites:
                 await runner.cleanup()
-            if runner_dir is not None:
-                runner_dir.release()
             shutil.rmtree(scratch, ignore_errors=True)
 
     async def _say_whom_we_act_as(self, api: ApiClient) -> None:
@@ -310,45 +295,17 @@ class Manager:
         else:
             log.info("acting as user=%s groups=%s", identity.user, ",".join(identity.groups))
 
-    async def _start_webhooks(
-        self, api: ApiClient, config: KubeConfig, scratch: Path, runner_root: Path
-    ) -> None:
+    async def _start_webhooks(self, api: ApiClient, scratch: Path, host: RunnerHost) -> None:
         """Admission webhooks answer on every replica, the leader or not (as in
-        controller-runtime): they and the warm processes start before the election."""
-        self._warm = await self._start_warm_processes(scratch)
+        controller-runtime): they start before the election."""
         self.webhook_service = WebhookService(
             self.webhooks,
             self.options,
-            config=config,
+            host=host,
             metrics=self.metrics,
             scratch=scratch,
-            runner_root=runner_root,
-            warm=lambda: self._warm,
-            run_groups=lambda: self._run_groups,
         )
         await self.webhook_service.start(api)
-
-    async def _start_warm_processes(self, scratch: Path) -> WarmProcesses | None:
-        """Warm runner mode: the processes runs and their modules fork from."""
-        if self.options.runner_mode != "warm":
-            return None
-        run_env = ansible_environment(
-            roles_path=self.options.ansible_roles_path,
-            collections_path=self.options.ansible_collections_path,
-            pipelining=True,
-        )
-        try:
-            warm = await start_warm_processes(
-                scratch, run_env, self._run_targets(), self.options.disabled_accelerations
-            )
-        except (RuntimeError, OSError) as error:
-            # Slower, never broken: runs start ansible-runner afresh, as Operator SDK's do.
-            log.error("%s: running in reference mode instead", error)
-            return None
-        self.metrics.track_accelerations(
-            {name: verdict.on for name, verdict in warm.accelerations.items()}, warm.hits
-        )
-        return warm
 
     def _run_targets(self) -> list[dict[str, str]]:
         """Every role and playbook the watches run (finalizers included)."""
@@ -424,8 +381,6 @@ class Manager:
         for task in self._background:
             task.cancel()
         await asyncio.gather(*(c.stop(grace) for c in self.controllers))
-        if self.proxy is not None:
-            await self.proxy.stop()
         if self.cache is not None:
             await self.cache.stop()
 

@@ -5,8 +5,10 @@ contract between the generic controller (controller.py) and a reconciler
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from ansible_operator.runner.result import RunResult
 
 
 @dataclass(frozen=True, order=True)
@@ -25,10 +27,12 @@ class ObjectKey:
 @dataclass(frozen=True)
 class Outcome:
     """What a reconcile asks of the queue: nothing (done until the next
-    event), to run again after `requeue_after` seconds, or to back off and retry."""
+    event), to run again after `requeue_after` seconds, or to back off and retry;
+    and the run it made, if any (what `ansible-operator reconcile` reports)."""
 
     requeue_after: float | None = None
     retry: bool = False
+    run: RunResult | None = field(default=None, compare=False)  # not an ask of the queue
 
 
 class Reconciler(Protocol):

@@ -21,6 +21,9 @@ class Grant:
     owner: Owner
     # False: the run may only read (an admission webhook without side effects).
     writes: bool = True
+    # False: the run owns nothing it writes, follows no dependent, reads past the
+    # cache (an admission run, whose answer must not rest on a watch's state).
+    owns: bool = True
     # Set when the run ends: the streams it opened close (until_revoked).
     revoked: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -31,10 +34,12 @@ class Grants:
     def __init__(self) -> None:
         self._by_token: dict[str, Grant] = {}
 
-    def issue(self, owner: Owner, *, writes: bool = True) -> tuple[str, Callable[[], None]]:
+    def issue(
+        self, owner: Owner, *, writes: bool = True, owns: bool = True
+    ) -> tuple[str, Callable[[], None]]:
         """A new token for a run of `owner`, and the function that revokes it."""
         token = secrets.token_urlsafe(32)
-        self._by_token[token] = Grant(owner, writes)
+        self._by_token[token] = Grant(owner, writes, owns)
 
         def revoke() -> None:
             grant = self._by_token.pop(token, None)

@@ -67,10 +67,10 @@ class ApiProxy:
         self._runner: web.AppRunner | None = None
 
     # ----- per-run access (the AccessProvider the reconciler uses) -----------
-    def grant(self, owner: Owner, *, writes: bool = True) -> RunAccess:
+    def grant(self, owner: Owner, *, writes: bool = True, owns: bool = True) -> RunAccess:
         if self.bound_port is None:
             raise RuntimeError("the proxy is not started")
-        token, revoke = self._grants.issue(owner, writes=writes)
+        token, revoke = self._grants.issue(owner, writes=writes, owns=owns)
         kubeconfig = build_kubeconfig(
             f"http://127.0.0.1:{self.bound_port}",
             name="ansible-operator-proxy",

@@ -23,5 +23,7 @@ class RunAccess:
 
 
 class AccessProvider(Protocol):
-    # writes=False: the run may only read (an admission run that must not write).
-    def grant(self, owner: Owner, *, writes: bool = True) -> RunAccess: ...
+    # writes=False: the run may only read (an admission run that must not write);
+    # owns=False: what it writes is not marked as the owner's, nor followed as its
+    # dependents, and its reads are not served from the cache (an admission run).
+    def grant(self, owner: Owner, *, writes: bool = True, owns: bool = True) -> RunAccess: ...

@@ -132,8 +132,8 @@ class RunSummary:
             self.output_exceeded.set()
         kind = event.get("event", "")
         data = event.get("event_data") or {}
-        if kind == "playbook_on_task_start":
-            self.last_task = str(data.get("task", ""))
+        if (task := task_started(event)) is not None:
+            self.last_task = task
         elif kind == "playbook_on_stats":
             self.stats = Stats.from_event(data)
         elif kind in ("runner_on_failed", "runner_on_unreachable"):
@@ -153,6 +153,13 @@ class RunSummary:
         count = max(1, self.stats.failures + self.stats.unreachable) if self.stats else 1
         described = "\n".join(task.describe() for task in self.failed_tasks[-count:])
         return bounded(self.redactor.text(described))
+
+
+def task_started(event: Mapping[str, Any]) -> str | None:
+    """The task an event says has started (None: no task start)."""
+    if event.get("event") != "playbook_on_task_start":
+        return None
+    return str((event.get("event_data") or {}).get("task", ""))
 
 
 def failed_task(data: Mapping[str, Any], *, unreachable: bool = False) -> FailedTask:

@@ -2,8 +2,8 @@
 
 Each run answers with the next scripted outcome (else a plain success). An
 outcome is a list of runner events fed through a real RunSummary, so what the
-controller reads from it (stats, failed tasks, requeue_after) is what a real
-run with those events would give.
+controller reads from the RunResult (stats, failed tasks, requeue_after) is
+what a real run with those events would give.
 """
 
 from __future__ import annotations
@@ -13,9 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ansible_operator import params
 from ansible_operator.runner.events import RunSummary
-from ansible_operator.runner.process import RunResult, RunStatus
-from ansible_operator.runner.run import RunRequest
+from ansible_operator.runner.plan import RunPlan
+from ansible_operator.runner.result import RunResult, RunStatus
+
+UNSAFE = "__ansible_unsafe"  # how params.mark_unsafe wraps a string
 
 
 @dataclass
@@ -63,9 +66,10 @@ def without_stats(reason: str) -> FakeRun:
 
 @dataclass
 class SeenRun:
-    """A request as the runner saw it: the object is copied at that moment."""
+    """A plan as the runner saw it: the object (its extra vars' `_<group>_<kind>`)
+    is copied at that moment."""
 
-    request: RunRequest
+    plan: RunPlan
     obj: Mapping[str, Any]
 
 
@@ -75,18 +79,35 @@ class FakeRunner:
         self.seen: list[SeenRun] = []
         self.results: list[RunResult] = []
 
-    async def run(self, request: RunRequest) -> RunResult:
-        self.seen.append(SeenRun(request, copy.deepcopy(dict(request.obj))))
+    async def run(self, plan: RunPlan) -> RunResult:
+        self.seen.append(SeenRun(plan, copy.deepcopy(the_object(plan))))
         outcome = self.outcomes.pop(0) if self.outcomes else succeeded()
         summary = RunSummary()
         for event in outcome.events:
             summary.add(event)
-        result = RunResult(
+        result = RunResult.of(
+            summary,
+            ident=plan.ident,
             status=outcome.status,
-            summary=summary,
             return_code=outcome.return_code,
             reason=outcome.reason,
-            ident=f"fake-{len(self.seen)}",
         )
         self.results.append(result)
         return result
+
+
+def the_object(plan: RunPlan) -> dict[str, Any]:
+    """The object a reconcile's run is about, as its extra vars carry it whole
+    (`_<group>_<kind>`, params.py), without the unsafe marks of `markUnsafe`."""
+    whole = plan.extravars.get(params.object_var_name(plan.owner.group, plan.owner.kind))
+    return unmarked(whole) if isinstance(whole, Mapping) else {}
+
+
+def unmarked(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        if set(value) == {UNSAFE}:
+            return value[UNSAFE]
+        return {key: unmarked(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [unmarked(item) for item in value]
+    return value

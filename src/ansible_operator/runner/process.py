@@ -15,18 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import json
 import logging
 import os
 import signal
 import sys
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from ansible_operator.durations import format_duration
 from ansible_operator.runner import cgroups, priority, stopping
@@ -35,23 +32,25 @@ from ansible_operator.runner.event_plugin import TOKEN_ENV
 from ansible_operator.runner.events import RunSummary
 from ansible_operator.runner.output_errors import located_error
 from ansible_operator.runner.redaction import redact_artifacts
+from ansible_operator.runner.result import RunResult, RunStatus
 from ansible_operator.runner.rundir import RunDir
 from ansible_operator.runner.warm.forkserver import die_with_parent
 from ansible_operator.sizes import format_size
 
 log = logging.getLogger("ansible_operator.runner")
 
-RunStatus = Literal["successful", "failed", "timeout", "error", "canceled", "output_limit"]
-_counter = itertools.count(1)
 KILL_GRACE_SECONDS = 5.0
 RUNNER_EXIT_WAIT = 1.0  # seconds the warm runner may take to exit after its last word
 
 
 @dataclass(frozen=True)
 class RunSpec:
+    """How the runner starts one planned run (runner/host.py makes it from the RunPlan)."""
+
     run_dir: RunDir
     role: Path | None
     playbook: Path | None
+    ident: str  # the plan's: names the run's artifacts
     verbosity: int = 2
     timeout: float | None = None
     keep_artifacts: int = 20
@@ -59,7 +58,6 @@ class RunSpec:
     env: dict[str, str] = field(default_factory=dict)
     max_output: int | None = None  # bytes of Ansible output; more stops the run
     memory_limit: int | None = None  # bytes for the whole run, where cgroups allow
-    ident: str = field(default_factory=lambda: f"{next(_counter)}-{uuid.uuid4().hex[:8]}")
 
     def command(self) -> list[str]:
         command = [
@@ -93,48 +91,6 @@ class RunSpec:
         if self.verbosity > 0:
             command.append("-" + "v" * min(self.verbosity, 7))
         return command
-
-
-@dataclass
-class RunResult:
-    status: RunStatus
-    summary: RunSummary
-    return_code: int | None
-    reason: str = ""
-    duration: float = 0.0
-    ident: str = ""
-    out_of_memory: str = ""  # the memory cap a process of the run was killed for
-
-    @property
-    def succeeded(self) -> bool:
-        stats = self.summary.stats
-        return (
-            self.status == "successful"
-            and stats is not None
-            and stats.failures == 0
-            and stats.unreachable == 0
-        )
-
-    @property
-    def message(self) -> str:
-        """Why the run failed, for the Failure condition and the Event; never
-        a value the run read from a Secret or gave to a no_log task."""
-        return self.summary.redactor.text(self._message())
-
-    def _message(self) -> str:
-        if self.succeeded:
-            return ""
-        memory = (
-            f"; the run reached its memory limit ({self.out_of_memory}, --run-memory-limit) "
-            "and its largest process was killed"
-            if self.out_of_memory
-            else ""
-        )
-        if self.status in ("timeout", "output_limit"):  # whatever the killed tasks reported
-            return self.reason
-        if self.summary.stats is not None and self.summary.failure_message:
-            return self.summary.failure_message + memory
-        return (self.reason or f"ansible-runner ended with status {self.status}") + memory
 
 
 def _error_lines(stdout: Path, limit: int = 8) -> str:
@@ -304,14 +260,15 @@ async def execute(
     await asyncio.to_thread(_finish, spec, summary, box)
     if status == "canceled":
         raise stopping.RunStopped(reason, spec.ident)
-    return RunResult(
+    return RunResult.of(
+        summary,
+        ident=spec.ident,
         status=status,
-        summary=summary,
         return_code=return_code,
         reason=reason,
         duration=time.monotonic() - started,
-        ident=spec.ident,
         out_of_memory=format_size(spec.memory_limit or 0) if out_of_memory else "",
+        artifacts=spec.run_dir.artifacts / spec.ident,
     )
 
 

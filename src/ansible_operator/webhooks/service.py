@@ -1,8 +1,9 @@
 """Admission webhooks as the manager runs them: start, serve, stop.
 
-Start: the serving certificate (tls.py), a proxy and an event receiver of the webhooks' own
-(read-only grants; so that webhooks answer on every replica, the leader's or not), the
-server, then the configurations, last: the API server calls only once something answers.
+Start: the serving certificate (tls.py), the server, then the configurations, last: the API
+server calls only once something answers. Runs go through the manager's runner host (and so
+its proxy, with grants that own nothing), started before the election: webhooks answer on
+every replica, the leader's or not.
 
 Where the API server calls (`Endpoint`):
 - `--webhook-url`: that base URL;
@@ -18,20 +19,15 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from ansible_operator.kube.client import ApiClient
-from ansible_operator.kube.config import KubeConfig
-from ansible_operator.kube.discovery import RestMapper
 from ansible_operator.metrics import Metrics
 from ansible_operator.options import OperatorOptions
-from ansible_operator.proxy.server import ApiProxy
-from ansible_operator.runner.cgroups import RunGroups
-from ansible_operator.runner.receiver import EventReceiver
-from ansible_operator.runner.warm.processes import WarmProcesses
+from ansible_operator.runner.host import RunnerHost
 from ansible_operator.settings.webhooks import (
     SERVICE_PORT,
     parse_bind_address,
@@ -109,27 +105,20 @@ class WebhookService:
         webhooks: Sequence[Webhook],
         options: OperatorOptions,
         *,
-        config: KubeConfig,
+        host: RunnerHost,  # the manager's: its runs, its proxy
         metrics: Metrics,
         scratch: Path,
-        runner_root: Path,
-        warm: Callable[[], WarmProcesses | None],
-        run_groups: Callable[[], RunGroups | None],
         pod_namespace: str | None = None,  # None: this Pod's, when in a cluster
     ) -> None:
         self.webhooks = list(webhooks)
         self.options = options
-        self.config = config
+        self.host = host
         self.metrics = metrics
         self.scratch = scratch
-        self.runner_root = runner_root
         self.pod_namespace = pod_namespace if pod_namespace is not None else in_cluster_namespace()
-        self.warm = warm
-        self.run_groups = run_groups
         self.endpoint: Endpoint | None = None
         self.bound: tuple[str, int] | None = None
-        self._receiver: EventReceiver | None = None
-        self._proxy: ApiProxy | None = None
+        self._api: ApiClient | None = None
         self._runner: AdmissionRunner | None = None
         self._server: WebhookServer | None = None
         self._renewals: asyncio.Task[None] | None = None
@@ -149,28 +138,9 @@ class WebhookService:
             )
         if self.options.webhook_client_ca is not None:
             tls.require_client_certificates(serving.context, self.options.webhook_client_ca)
-        self._receiver = EventReceiver(
-            self.scratch / "webhook-events.sock", on_metric=self.metrics.user_metric
-        )
-        await self._receiver.start()
-        self._proxy = ApiProxy(
-            self.config,
-            RestMapper(api),
-            inject_owner_ref=False,  # a webhook run owns nothing it writes
-            port=0,
-            trace_configs=[self.metrics.request_counter("webhook-proxy")],
-        )
-        await self._proxy.start()
+        self._api = api
         cap = self.options.webhook_max_concurrent_runs or 2 * (os.cpu_count() or 1)
-        self._runner = AdmissionRunner(
-            options=self.options,
-            receiver=self._receiver,
-            access=self._proxy,
-            runner_root=self.runner_root,
-            slots=FairSlots(cap),
-            warm=self.warm,
-            run_groups=self.run_groups,
-        )
+        self._runner = AdmissionRunner(options=self.options, host=self.host, slots=FairSlots(cap))
         self._server = WebhookServer(self.webhooks, self._admit, serving.context, *bind)
         self.bound = await self._server.start()
         if serving.watched:
@@ -233,12 +203,12 @@ class WebhookService:
             self._renewals.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._renewals
-        if self._remove_on_stop:
+        if self._remove_on_stop and self._api is not None:
             # Nothing will answer at this loopback address: leave no webhook that
             # would refuse every matching request (failurePolicy Fail) once we are gone.
             # A client of its own: the manager's may be closed by now.
             with contextlib.suppress(Exception):
-                async with ApiClient(self.config, timeout=10.0) as api:
+                async with ApiClient(self._api.config, timeout=10.0) as api:
                     await configurations.remove_configurations(
                         api, configuration_name(self.options)
                     )
@@ -246,10 +216,6 @@ class WebhookService:
             await self._server.stop()
         if self._runner is not None:
             await self._runner.stop()
-        if self._proxy is not None:
-            await self._proxy.stop()
-        if self._receiver is not None:
-            await self._receiver.stop()
 
     async def _admit(
         self, webhook: Webhook, request: AdmissionRequest, peer: str

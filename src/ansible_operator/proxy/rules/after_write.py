@@ -24,7 +24,12 @@ UNOWNED_REMEMBERED = 10_000  # (owner, object) pairs already logged as left unow
 
 
 async def after_write(exchange: Exchange, pass_on: Handler) -> web.StreamResponse:
-    if exchange.method not in WRITES or exchange.target is None or exchange.resource is None:
+    if (
+        exchange.method not in WRITES
+        or exchange.target is None
+        or exchange.resource is None
+        or not exchange.run.owns
+    ):
         return await pass_on(exchange)
     write = _reported(exchange)
     try:

@@ -15,7 +15,8 @@ from ansible_operator.proxy.exchange import Exchange, Handler
 
 
 async def answer_from_cache(exchange: Exchange, pass_on: Handler) -> web.StreamResponse:
-    body = _cached_answer(exchange) if exchange.method == "GET" else None
+    reads_cache = exchange.method == "GET" and exchange.run.owns
+    body = _cached_answer(exchange) if reads_cache else None
     if body is None:
         return await pass_on(exchange)
     services = exchange.services

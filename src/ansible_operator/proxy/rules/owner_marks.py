@@ -25,7 +25,8 @@ MARKED_WRITES = ("POST", "PUT", "PATCH")
 async def mark_ownership(exchange: Exchange, pass_on: Handler) -> web.StreamResponse:
     target = exchange.target
     if (
-        exchange.services.inject_owner_ref
+        exchange.run.owns
+        and exchange.services.inject_owner_ref
         and exchange.body
         and exchange.method in MARKED_WRITES
         and target is not None

@@ -1,0 +1,272 @@
+"""The runner's face: one host per operator process, every run goes through it.
+
+    RunnerHost.start()                   the runner directory claimed, the event
+                                         receiver, the runs' cgroups, the warm
+                                         processes (warm mode)
+    RunnerHost.run(plan) -> RunResult    a reconcile's run or an admission run
+    RunnerHost.stop()
+
+Started once, before leader election (admission webhooks answer on every
+replica), and shared by reconciles and webhooks: one event receiver, one set
+of warm processes, one proxy (the `access` given) per process.
+
+A run, in this order: the proxy grant (what the plan may write and own; its
+credentials taught to the run's redactor), the event channel, the task log,
+the run directory, a run slot when the plan is capped, `execute` (warm
+runner, the run's cgroup) and, whatever happens, the cleanup: channel closed,
+grant revoked, the run's secrets removed, the artifacts rotated. What differs
+between callers is data: the plan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ansible_operator.metrics import Metrics
+from ansible_operator.options import OperatorOptions
+from ansible_operator.runner import cgroups, priority, rundir
+from ansible_operator.runner.access import AccessProvider
+from ansible_operator.runner.event_plugin import SOCKET_ENV, TOKEN_ENV
+from ansible_operator.runner.events import RunSummary
+from ansible_operator.runner.plan import RunPlan
+from ansible_operator.runner.process import RunSpec, execute
+from ansible_operator.runner.receiver import EventReceiver, EventSink
+from ansible_operator.runner.result import RunResult
+from ansible_operator.runner.tasklog import TaskLogger
+from ansible_operator.runner.warm.processes import (
+    WarmProcesses,
+    ansible_environment,
+    start_warm_processes,
+)
+
+log = logging.getLogger("ansible_operator.controller")
+warm_log = logging.getLogger("ansible_operator.manager")
+
+LiveOutput = Callable[[str], None]
+
+
+def credentials(kubeconfig: Mapping[str, Any] | None) -> list[str]:
+    """The secrets of a run's kubeconfig: never shown, should a role print them."""
+    found = []
+    for user in (kubeconfig or {}).get("users") or []:
+        settings = (user or {}).get("user") or {}
+        found += [str(settings[key]) for key in ("token", "password") if settings.get(key)]
+    return found
+
+
+class RunnerHost:
+    """Runs RunPlans: in reference mode (a fresh ansible-runner per run) or, with
+    `options.runner_mode == "warm"`, forked from the warm processes."""
+
+    def __init__(
+        self,
+        *,
+        options: OperatorOptions,
+        access: AccessProvider,  # the proxy: each run's grant
+        runner_root: Path,  # where the runs' subjects keep their run directories
+        scratch: Path,  # private (0700): the event socket, the warm processes
+        metrics: Metrics,
+        max_runs: int,  # the operator's cap on concurrent capped runs
+        targets: Sequence[Mapping[str, str]] = (),  # roles and playbooks the warm runner preloads
+        contain: bool = True,  # a cgroup per run, where the operator may make them
+        live_output: LiveOutput | None = None,  # `reconcile`: Ansible's own output
+    ) -> None:
+        self.options = options
+        self.access = access
+        self.runner_root = runner_root
+        self.scratch = scratch
+        self.metrics = metrics
+        self.targets = [dict(target) for target in targets]
+        self.contain = contain
+        self.live_output = live_output
+        self.receiver = EventReceiver(scratch / "events.sock", on_metric=metrics.user_metric)
+        self.warm: WarmProcesses | None = None
+        self._run_slots = asyncio.Semaphore(max_runs)
+        self._run_groups: cgroups.RunGroups | None = None
+        self._runner_dir: rundir.RunnerDirClaim | None = None
+        self._in_flight: set[str] = set()  # idents whose artifacts must stay
+
+    # ----- lifecycle -----------------------------------------------------------
+    async def start(self) -> None:
+        # Before any run: a killed operator's runs left their inputs here.
+        self._runner_dir = await asyncio.to_thread(rundir.claim, self.runner_root)
+        await self.receiver.start()
+        if self.contain:
+            # Runs of an operator killed earlier may have left processes.
+            await asyncio.to_thread(cgroups.remove_stale)
+            self._run_groups = cgroups.RunGroups()
+        if self.options.runner_mode == "warm":
+            self.warm = await self._start_warm_processes()
+
+    async def stop(self) -> None:
+        await self.receiver.stop()
+        if self.warm is not None:
+            await self.warm.stop()
+            self.warm = None
+        if self._run_groups is not None:
+            await asyncio.to_thread(self._run_groups.close)
+            self._run_groups = None
+        if self._runner_dir is not None:
+            self._runner_dir.release()
+            self._runner_dir = None
+
+    async def _start_warm_processes(self) -> WarmProcesses | None:
+        """Warm runner mode: the processes runs and their modules fork from."""
+        run_env = ansible_environment(
+            roles_path=self.options.ansible_roles_path,
+            collections_path=self.options.ansible_collections_path,
+            pipelining=True,
+        )
+        try:
+            warm = await start_warm_processes(
+                self.scratch, run_env, self.targets, self.options.disabled_accelerations
+            )
+        except (RuntimeError, OSError) as error:
+            # Slower, never broken: runs start ansible-runner afresh, as Operator SDK's do.
+            warm_log.error("%s: running in reference mode instead", error)
+            return None
+        self.metrics.track_accelerations(
+            {name: verdict.on for name, verdict in warm.accelerations.items()}, warm.hits
+        )
+        return warm
+
+    # ----- one run -------------------------------------------------------------
+    async def run(self, plan: RunPlan, *, on_event: EventSink | None = None) -> RunResult:
+        """Play `plan` and clean up after it. `on_event` hears each of its events
+        after the run's summary and task log did. Raises RunStopped (stopping.py)
+        when the reconcile it runs for is stopped; CancelledError kills the run."""
+        options = self.options
+        summary = RunSummary()
+        task_log = TaskLogger(
+            options.ansible_log_events,
+            plan.described,
+            ansible_output=options.ansible_debug_logs,
+            redactor=summary.redactor,
+        )
+        live_output = self.live_output
+
+        def handle(event: dict[str, Any]) -> None:
+            summary.add(event)
+            task_log.handle(event)
+            if live_output is not None and event.get("stdout"):
+                live_output(summary.redactor.stdout(event))
+            if on_event is not None:
+                on_event(event)
+
+        warm = self.warm
+        access = self.access.grant(plan.owner, writes=plan.writes, owns=plan.owns)
+        for credential in credentials(access.kubeconfig):
+            summary.redactor.add(credential)
+        channel = self.receiver.open_channel(handle, label=plan.described)
+        self._in_flight.add(plan.ident)
+        run_dir: rundir.RunDir | None = None
+        try:
+            run_dir = rundir.prepare(
+                self.runner_root / plan.subject,
+                extravars=plan.extravars,
+                envvars=access.env,
+                kubeconfig=access.kubeconfig,
+                ansible_args=plan.ansible_args,
+                inventory=options.inventory,
+                interpreter=warm.interpreter if warm else None,
+                private=rundir.private_root(self.runner_root),
+            )
+            spec = RunSpec(
+                run_dir=run_dir,
+                role=plan.role,
+                playbook=plan.playbook,
+                ident=plan.ident,
+                verbosity=plan.verbosity,
+                timeout=plan.timeout,
+                # ansible-runner rotates a subject's artifacts when its runs never
+                # overlap and some are kept; else the host does, after the run.
+                keep_artifacts=0 if self._rotates_after(plan) else plan.keep_artifacts,
+                skip_facts=plan.skip_facts,
+                env=self._run_env(channel.token, warm, plan.nice),
+                max_output=options.max_run_output,
+                memory_limit=options.run_memory_limit,
+            )
+            async with self._slot(plan):
+                result = await execute(
+                    spec,
+                    summary,
+                    warm_runner=warm.run_socket if warm else None,
+                    groups=self._run_groups or None,
+                )
+        finally:
+            self.receiver.close_channel(channel)
+            access.revoke()
+            self._in_flight.discard(plan.ident)
+            if run_dir is not None:
+                rundir.remove_secrets(run_dir)
+                if self._rotates_after(plan):
+                    await asyncio.to_thread(self._rotate, run_dir, plan.keep_artifacts)
+        if plan.capped:
+            self._report(plan, result)
+        return result
+
+    @contextlib.asynccontextmanager
+    async def _slot(self, plan: RunPlan) -> AsyncIterator[None]:
+        """A capped run: one of the host's slots, counted in flight while it runs."""
+        if not plan.capped:
+            yield
+            return
+        in_flight = self.metrics.runs_in_flight.labels(plan.label)
+        async with self._run_slots:
+            in_flight.inc()
+            try:
+                log.info("run started %s run=%s", plan.described, plan.ident)
+                yield
+            finally:
+                in_flight.dec()
+
+    def _report(self, plan: RunPlan, result: RunResult) -> None:
+        outcome = "succeeded" if result.succeeded else "failed"
+        self.metrics.run_duration.labels(plan.label, outcome).observe(result.duration)
+        stats = result.stats
+        log.info(
+            "run %s %s run=%s duration=%.2fs ok=%s changed=%s failures=%s artifacts=%s",
+            outcome,
+            plan.described,
+            result.ident,
+            result.duration,
+            stats.ok if stats else "-",
+            stats.changed if stats else "-",
+            stats.failures if stats else "-",
+            result.artifacts,
+        )
+
+    @staticmethod
+    def _rotates_after(plan: RunPlan) -> bool:
+        return plan.shares_subject or plan.keep_artifacts == 0
+
+    def _rotate(self, run_dir: rundir.RunDir, keep: int) -> None:
+        """Keep the newest `keep` artifact directories, never one of a run in flight."""
+        with contextlib.suppress(OSError):
+            entries = sorted(
+                (entry for entry in run_dir.artifacts.iterdir() if entry.is_dir()),
+                key=lambda entry: entry.stat().st_mtime,
+            )
+            done = [entry for entry in entries if entry.name not in self._in_flight]
+            for entry in done[: max(0, len(done) - keep)]:
+                shutil.rmtree(entry, ignore_errors=True)
+
+    def _run_env(self, token: str, warm: WarmProcesses | None, nice: int) -> dict[str, str]:
+        """The event plugin's way back to us, the run's priority, and the Ansible
+        settings of every run (pipelining to the warm interpreter in warm mode)."""
+        return {
+            SOCKET_ENV: str(self.receiver.socket_path),
+            TOKEN_ENV: token,
+            priority.NICE_ENV: str(nice),
+            **ansible_environment(
+                roles_path=self.options.ansible_roles_path,
+                collections_path=self.options.ansible_collections_path,
+                pipelining=warm is not None,
+            ),
+        }
