@@ -36,11 +36,11 @@ import yaml
 from aiohttp import web
 from kubernetes.config import new_client_from_config as ApiSync
 
-from ansible_operator import pki
 from ansible_operator.cluster import provide
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.kube.config import KubeConfig, load_config
 from ansible_operator.kube.types import Resource
+from ansible_operator.serving import pki
 from ansible_operator.testing.manifests import apply_manifests, schemaless_crd
 from ansible_operator.testing.operator import OperatorProcess
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from ansible_operator.pki import create_ca
+from ansible_operator.serving.pki import create_ca
 
 SERVER = "https://127.0.0.1:6443"
 UTC = datetime.UTC

@@ -145,7 +145,7 @@ def cluster_images(args: argparse.Namespace) -> int:
 
 
 def demo(args: argparse.Namespace) -> int:
-    from ansible_operator.demo import run_demo
+    from ansible_operator.commands.demo import run_demo
 
     return run_demo(args)
 
@@ -156,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run Kubernetes operators whose reconcile logic is Ansible roles "
         "and playbooks.",
     )
-    from ansible_operator.doctor import PrintVersions, add_doctor_arguments, doctor
+    from ansible_operator.commands.doctor import PrintVersions, add_doctor_arguments, doctor
 
     parser.add_argument("--version", action=PrintVersions)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -211,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     down.add_argument("--purge", action="store_true", help="also delete its state directory")
     down.set_defaults(func=cluster_down)
 
-    from ansible_operator.run_command import add_run_arguments, run
+    from ansible_operator.commands.run import add_run_arguments, run
 
     run_parser = commands.add_parser(
         "run", help="run the operator described by a watches.yaml (the reference's flags)"
@@ -219,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_run_arguments(run_parser)
     run_parser.set_defaults(func=run)
 
-    from ansible_operator.reconcile_command import add_reconcile_arguments, reconcile
+    from ansible_operator.commands.reconcile import add_reconcile_arguments, reconcile
 
     reconcile_parser = commands.add_parser(
         "reconcile", help="run one object's reconcile once, locally, showing Ansible's output"
@@ -241,7 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_bundle_arguments(bundle_parser)
     bundle_parser.set_defaults(func=bundle_command)
 
-    from ansible_operator.check import add_check_arguments, check
+    from ansible_operator.commands.check import add_check_arguments, check
 
     check_parser = commands.add_parser(
         "check",

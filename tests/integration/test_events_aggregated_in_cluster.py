@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from ansible_operator.cluster import Cluster
-from ansible_operator.controller.events import EVENTS, record_event
 from ansible_operator.kube.client import ApiClient
 from ansible_operator.kube.config import load_config
 from ansible_operator.kube.types import Resource
+from ansible_operator.reconciler.events import EVENTS, record_event
 
 pytestmark = pytest.mark.cluster
 

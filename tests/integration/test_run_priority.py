@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ansible_operator.kube.types import Owner
-from ansible_operator.metrics import Metrics
+from ansible_operator.observability.metrics import Metrics
 from ansible_operator.runner import priority
 from ansible_operator.runner.access import RunAccess
 from ansible_operator.runner.host import RunnerHost

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 
 from ansible_operator.cluster import Cluster
-from ansible_operator.controller.conditions import Condition
-from ansible_operator.controller.status import write_conditions
 from ansible_operator.kube.client import ApiClient
 from ansible_operator.kube.config import load_config
 from ansible_operator.kube.discovery import RestMapper
 from ansible_operator.kube.types import Resource
+from ansible_operator.reconciler.conditions import Condition
+from ansible_operator.reconciler.status import write_conditions
 
 pytestmark = pytest.mark.cluster
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_operator.check import check_project
 from ansible_operator.cli import main
+from ansible_operator.commands.check import check_project
 from ansible_operator.lint.findings import Finding, Severity
 from ansible_operator.lint.jinja_types import (
     BOOL,

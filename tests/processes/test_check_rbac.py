@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_operator.check import check_project
 from ansible_operator.cli import main
+from ansible_operator.commands.check import check_project
 from ansible_operator.lint import yaml_nodes as y
 from ansible_operator.lint.ansible_load import task_keywords
 from ansible_operator.lint.rbac import BUILT_IN, uses_in_tasks

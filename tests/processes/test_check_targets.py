@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ansible_operator.check import check_project
+from ansible_operator.commands.check import check_project
 
 WATCHES = """\
 - version: v1

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ansible_operator.check import check_project
+from ansible_operator.commands.check import check_project
 from ansible_operator.lint.findings import Finding
 from ansible_operator.lint.webhook_roles import ADMISSION_KEYS
-from ansible_operator.webhook_entries import Webhook, WebhookRule
+from ansible_operator.project.webhook_entries import Webhook, WebhookRule
 from ansible_operator.webhooks.review import AdmissionRequest, admission_vars
 
 

@@ -7,7 +7,7 @@ import resource
 import subprocess
 import sys
 
-from ansible_operator.http_limits import NOFILE_WANTED
+from ansible_operator.serving.http_limits import NOFILE_WANTED
 
 
 def test_the_soft_open_file_limit_is_raised_to_the_hard_one() -> None:
@@ -19,7 +19,7 @@ def test_the_soft_open_file_limit_is_raised_to_the_hard_one() -> None:
 
     script = (
         "import resource\n"
-        "from ansible_operator.http_limits import raise_open_file_limit\n"
+        "from ansible_operator.serving.http_limits import raise_open_file_limit\n"
         "print(*raise_open_file_limit(), resource.getrlimit(resource.RLIMIT_NOFILE)[0])\n"
     )
     output = subprocess.run(

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from ansible_operator.collections import COLLECTIONS_PATH
-from ansible_operator.metrics import Metrics
+from ansible_operator.observability.metrics import Metrics
 from ansible_operator.runner.receiver import EventReceiver
 from fake_kube_api import FakeKubeAPI, serve
 

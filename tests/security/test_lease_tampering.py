@@ -20,9 +20,9 @@ import pytest
 from kubernetes import client
 
 from ansible_operator.cluster import Cluster
-from ansible_operator.controller.leader import LeaderElector
 from ansible_operator.kube.client import ApiClient
 from ansible_operator.kube.config import load_config
+from ansible_operator.manager.leader import LeaderElector
 
 pytestmark = pytest.mark.cluster
 

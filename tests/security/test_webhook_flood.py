@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from ansible_operator.webhook_entries import Webhook, WebhookRule
+from ansible_operator.project.webhook_entries import Webhook, WebhookRule
 from ansible_operator.webhooks import tls
 from ansible_operator.webhooks.admission_limits import FairSlots
 from ansible_operator.webhooks.review import AdmissionRequest, review_answer

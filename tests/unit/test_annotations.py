@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_operator.controller.annotations import (
+from ansible_operator.reconciler.annotations import (
     MAX_RUNNER_ARTIFACTS,
     MIN_RECONCILE_PERIOD,
     RECONCILE_PERIOD,

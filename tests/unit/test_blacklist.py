@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from ansible_operator.controller.blacklist import blacklisted, gets_dependent_watch
 from ansible_operator.kube.types import GVK, Resource
-from ansible_operator.watches import Watch
+from ansible_operator.manager.blacklist import blacklisted, gets_dependent_watch
+from ansible_operator.project.watches import Watch
 
 DEPLOYMENTS = Resource("apps", "v1", "Deployment", "deployments", True)
 SECRETS = Resource("", "v1", "Secret", "secrets", True)

@@ -16,8 +16,8 @@ import pytest
 from cryptography import x509
 
 from ansible_operator.kube.client import ApiError
+from ansible_operator.project.webhook_entries import Webhook, WebhookRule
 from ansible_operator.testing.fake_api import FakeApi
-from ansible_operator.webhook_entries import Webhook, WebhookRule
 from ansible_operator.webhooks import configurations, tls
 from ansible_operator.webhooks.configurations import Endpoint
 from ansible_operator.webhooks.rotation import CertificateRotation, serving_renewal

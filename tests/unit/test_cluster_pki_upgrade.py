@@ -9,8 +9,8 @@ from pathlib import Path
 from cryptography import x509
 from old_certificates import cert_pem, issue, key_pem
 
-from ansible_operator import pki
 from ansible_operator.cluster.local import LocalControlPlane
+from ansible_operator.serving import pki
 
 
 def old_style_ca(directory: Path) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ansible_operator.controller import conditions as c
+from ansible_operator.reconciler import conditions as c
 
 RESULT = c.AnsibleResult(ok=3, changed=1, skipped=0, failures=0, completion="2026-01-01T00:00:00Z")
 

@@ -11,7 +11,7 @@ import pytest
 from ansible_operator.controller.controller import Controller
 from ansible_operator.controller.reconcile import ObjectKey, Outcome
 from ansible_operator.kube.client import ApiError
-from ansible_operator.metrics import Metrics
+from ansible_operator.observability.metrics import Metrics
 
 KEY = ObjectKey("team", "mc")
 LABEL = "cache.example.com/v1alpha1/Memcached"

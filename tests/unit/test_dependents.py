@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from ansible_operator.controller.dependents import DependentWatches
 from ansible_operator.controller.reconcile import ObjectKey
 from ansible_operator.kube.cache import InformerCache
 from ansible_operator.kube.types import GVK, Owner, Resource
+from ansible_operator.manager.dependents import DependentWatches
+from ansible_operator.project.watches import Watch
 from ansible_operator.proxy.writes import Write
 from ansible_operator.testing.fake_api import FakeApi
-from ansible_operator.watches import Watch
 
 CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps", True)
 DEPLOYMENTS = Resource("apps", "v1", "Deployment", "deployments", True)

@@ -1,6 +1,6 @@
 import pytest
 
-from ansible_operator.durations import DurationError, format_duration, parse_duration
+from ansible_operator.values.durations import DurationError, format_duration, parse_duration
 
 
 @pytest.mark.parametrize(

@@ -8,11 +8,11 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from fake_kube_api import FakeKubeAPI, serve
 
-from ansible_operator.controller.events import EventRecorder, record_event
 from ansible_operator.kube.client import ApiClient
 from ansible_operator.kube.config import KubeConfig
+from ansible_operator.reconciler.events import EventRecorder, record_event
+from fake_kube_api import FakeKubeAPI, serve
 
 MEMCACHED = {
     "apiVersion": "cache.example.com/v1",

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from ansible_operator.project.watches import WatchesError, load_watches
 from ansible_operator.runner.events import (
     CUT_MARK,
     MAX_FAILURE_MESSAGE,
@@ -17,7 +18,6 @@ from ansible_operator.runner.events import (
     short_location,
 )
 from ansible_operator.runner.output_errors import located_error
-from ansible_operator.watches import WatchesError, load_watches
 
 PROJECT = Path("/opt/ansible")
 TASKS = PROJECT / "roles" / "greeting" / "tasks" / "main.yml"

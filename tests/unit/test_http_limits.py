@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 import pytest
 from aiohttp import web
 
-from ansible_operator.http_limits import (
+from ansible_operator.serving.http_limits import (
     GuardedAppRunner,
     ServerLimits,
     quiet_accept_errors,

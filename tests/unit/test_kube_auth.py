@@ -24,7 +24,7 @@ from ansible_operator.kube.config import (
     in_cluster,
     load_config,
 )
-from ansible_operator.pki import create_ca, issue_client_cert
+from ansible_operator.serving.pki import create_ca, issue_client_cert
 from kubeconfig_files import SERVER, UTC, Clock, write_kubeconfig
 
 

@@ -22,39 +22,25 @@ ROOT = Path(ansible_operator.__file__).parent
 # subpackage); `""` is the package's own __init__.
 LAYERS: list[set[str]] = [
     # Values and small utilities: no knowledge of Kubernetes, Ansible or the runtime.
-    {
-        "",
-        "durations",
-        "sizes",
-        "logs",
-        "http_limits",
-        "http_malformed",
-        "private_files",
-        "pki",
-        "user_metrics",
-        "collections",
-        "rbac_rules",
-    },
-    {"metrics"},
+    {"", "values", "collections"},
+    # What the operator tells (logs, metrics), and what its HTTP servers share.
+    {"observability"},
+    {"serving"},
     {"kube"},
     # The operator's settings: declared in sections, read from flags and the environment.
     {"settings", "options"},
-    {
-        "watch_fields",
-        "webhook_entries",
-        "watches",
-        "role_search",
-        "reserved_vars",
-        "params",
-        "lint",
-    },
+    # An operator project (watches.yaml, roles, a run's extra vars), and its checks.
+    {"project", "lint"},
     {"runner"},
     {"proxy"},
     {"webhooks"},
+    # A generic controller; the Ansible reconciler on it; the manager that runs them.
     {"controller"},
+    {"reconciler"},
+    {"manager"},
     # Where a cluster comes from: only commands choose it.
     {"cluster", "testing"},
-    {"check", "run_command", "reconcile_command", "demo", "doctor", "scaffold"},
+    {"commands", "scaffold"},
     {"cli"},
 ]
 LAYER_OF = {part: index for index, layer in enumerate(LAYERS) for part in layer}

@@ -11,7 +11,8 @@ from typing import Any, cast
 
 import pytest
 
-from ansible_operator.controller.leader import (
+from ansible_operator.kube.client import ApiClient
+from ansible_operator.manager.leader import (
     INT32_MAX,
     LEASES,
     LeaderElector,
@@ -19,7 +20,6 @@ from ansible_operator.controller.leader import (
     current_transitions,
     read_record,
 )
-from ansible_operator.kube.client import ApiClient
 from ansible_operator.testing.fake_api import FakeApi
 
 NOW = datetime.datetime(2030, 6, 1, 12, 0, 0, tzinfo=datetime.UTC)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_operator.metrics import Metrics
+from ansible_operator.observability.metrics import Metrics
 
 USER_NAMES = ("jobs", "runs", "level", "took", "waited")
 
@@ -142,7 +142,7 @@ def test_a_refused_operation_still_creates_the_metric() -> None:
 def test_a_name_taken_by_the_operator_is_accepted_but_not_exported(caplog) -> None:
     metrics = Metrics()
     before = exposed(metrics)
-    with caplog.at_level("WARNING", logger="ansible_operator.metrics"):
+    with caplog.at_level("WARNING", logger="ansible_operator.observability.metrics"):
         metrics.user_metric(gauge("ansible_operator_queue_depth", set=99))
         metrics.user_metric(gauge("ansible_operator_queue_depth", increment=True))
     assert exposed(metrics) == before

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_operator import params
+from ansible_operator.project import params
 
 REFERENCE_CASES = {
     "sizeK8sBuckets": "size_k8s_buckets",
@@ -146,7 +146,7 @@ def test_everything_from_the_cluster_is_marked_unsafe_but_the_authors_vars() -> 
 
 def test_a_watch_marks_cluster_data_unsafe_unless_it_says_otherwise() -> None:
     from ansible_operator.kube.types import GVK
-    from ansible_operator.watches import Watch
+    from ansible_operator.project.watches import Watch
 
     assert Watch(GVK("g", "v1", "K"), None, None, {}).mark_unsafe is True
 

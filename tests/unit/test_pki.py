@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tls_loopback import exchange
 
-from ansible_operator import pki
+from ansible_operator.serving import pki
 
 
 def strict_client_context(ca: pki.KeyPair) -> ssl.SSLContext:

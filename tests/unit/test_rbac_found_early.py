@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from ansible_operator.commands.reconcile import add_reconcile_arguments, settings_of
+from ansible_operator.commands.run import add_run_arguments, options_from
 from ansible_operator.kube.config import KubeConfig
 from ansible_operator.kube.credentials import NoCredentials
 from ansible_operator.kube.impersonation import impersonated_user
-from ansible_operator.reconcile_command import add_reconcile_arguments, settings_of
-from ansible_operator.run_command import add_run_arguments, options_from
 from ansible_operator.runner.events import RunSummary
 from ansible_operator.runner.rbac_refusal import RbacRefusal, rbac_refusal
 

@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from ansible_operator.controller.ansible_reconciler import AnsibleReconciler, Shared
 from ansible_operator.controller.reconcile import ObjectKey, Outcome
 from ansible_operator.kube.types import GVK, Resource
-from ansible_operator.metrics import Metrics
+from ansible_operator.observability.metrics import Metrics
+from ansible_operator.project.watches import Finalizer, Watch
+from ansible_operator.reconciler.ansible_reconciler import AnsibleReconciler, Shared
 from ansible_operator.runner import fake
 from ansible_operator.runner.fake import FakeRunner
 from ansible_operator.settings import AnsibleSettings, RunSettings, Settings
 from ansible_operator.testing.fake_api import FakeApi
-from ansible_operator.watches import Finalizer, Watch
 
 MEMCACHED = Resource(
     "cache.example.com",

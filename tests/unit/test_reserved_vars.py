@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from ansible import constants
 
-from ansible_operator import params, reserved_vars
+from ansible_operator.project import params, reserved_vars
 
 GROUP, KIND = "cache.example.com", "Memcached"
 

@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 
 from ansible_operator.kube.types import Owner
-from ansible_operator.metrics import Metrics
+from ansible_operator.observability.metrics import Metrics
 from ansible_operator.runner import host as host_module
 from ansible_operator.runner.access import RunAccess
 from ansible_operator.runner.event_plugin import TOKEN_ENV

@@ -15,7 +15,7 @@ import pytest
 from ansible_operator.controller.controller import Controller
 from ansible_operator.controller.handlers import run_stop_reason
 from ansible_operator.controller.reconcile import ObjectKey, Outcome
-from ansible_operator.metrics import Metrics
+from ansible_operator.observability.metrics import Metrics
 from ansible_operator.runner import rundir, stopping
 from ansible_operator.runner.events import RunSummary
 from ansible_operator.runner.process import RunSpec, execute

@@ -10,8 +10,8 @@ import os
 import stat
 from pathlib import Path
 
-from ansible_operator.private_files import make_private_dirs
 from ansible_operator.runner import rundir
+from ansible_operator.values.private_files import make_private_dirs
 
 
 def mode(path: Path) -> int:

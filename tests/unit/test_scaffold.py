@@ -11,8 +11,8 @@ import yaml
 
 from ansible_operator import __version__
 from ansible_operator.cli import main
+from ansible_operator.project.watches import load_watches
 from ansible_operator.scaffold import plural_of
-from ansible_operator.watches import load_watches
 
 
 def init(project: Path, *extra: str) -> int:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_operator.run_command import add_run_arguments
+from ansible_operator.commands.run import add_run_arguments
 from ansible_operator.settings import Settings
 from ansible_operator.settings.flags import add_flags, every_setting, flagged, settings_from
 from ansible_operator.settings.operator import FLAT_NAMES, sections

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from ansible_operator.kube.types import GVK
-from ansible_operator.watches import LabelSelector, WatchesError, load_watches
+from ansible_operator.project.watches import LabelSelector, WatchesError, load_watches
 
 REPO_OPERATOR = Path(__file__).resolve().parents[1] / "operator"
 

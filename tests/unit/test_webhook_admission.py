@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
+from ansible_operator.project.webhook_entries import Webhook, WebhookRule
 from ansible_operator.settings import LeaderElectionSettings, Settings
-from ansible_operator.webhook_entries import Webhook, WebhookRule
 from ansible_operator.webhooks.answer import Answer, RunOutcome, answer_from_event, decide
 from ansible_operator.webhooks.configurations import (
     MUTATING,

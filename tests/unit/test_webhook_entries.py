@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_operator.watches import WatchesError, load_watches, load_watches_file
-from ansible_operator.webhook_entries import Webhook, WebhookRule
+from ansible_operator.project.watches import WatchesError, load_watches, load_watches_file
+from ansible_operator.project.webhook_entries import Webhook, WebhookRule
 
 HOOK = """\
 - webhook:

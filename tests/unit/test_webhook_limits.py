@@ -20,9 +20,9 @@ import pytest
 from aiohttp import web
 from tls_loopback import exchange
 
-from ansible_operator import pki
-from ansible_operator.http_limits import GuardedAppRunner, GuardedSite, ServerLimits
-from ansible_operator.webhook_entries import Webhook, WebhookRule
+from ansible_operator.project.webhook_entries import Webhook, WebhookRule
+from ansible_operator.serving import pki
+from ansible_operator.serving.http_limits import GuardedAppRunner, GuardedSite, ServerLimits
 from ansible_operator.webhooks import tls
 from ansible_operator.webhooks.admission_limits import FairSlots, PeerRate, SlotsBusy
 from ansible_operator.webhooks.review import AdmissionRequest, review_answer

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ansible_operator import pki
+from ansible_operator.serving import pki
 from ansible_operator.testing.fake_api import FakeApi
 from ansible_operator.webhooks import tls
 

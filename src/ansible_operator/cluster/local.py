@@ -30,8 +30,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ansible_operator import pki
 from ansible_operator.kube.kubeconfig import build_kubeconfig, write_kubeconfig
+from ansible_operator.serving import pki
 
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager")
 NODE_COMPONENTS = (*COMPONENTS, "kube-scheduler")

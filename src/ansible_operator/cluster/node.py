@@ -29,7 +29,6 @@ from pathlib import Path
 import yaml
 from kubernetes import client, config
 
-from ansible_operator import pki
 from ansible_operator.cluster import host
 from ansible_operator.cluster.build import cache_root
 from ansible_operator.cluster.images import ExportedImage, Image, ImageBuilder, docker_reference
@@ -42,6 +41,7 @@ from ansible_operator.cluster.local import (
     stop_process,
 )
 from ansible_operator.kube.kubeconfig import build_kubeconfig, write_kubeconfig
+from ansible_operator.serving import pki
 
 NODE_NAME = "local-node"
 KUBELET_PORT = 10350  # not 10250: a kubelet of the machine's own may hold it

@@ -1,1 +1,2 @@
-"""The controller: work queue, reconciler, status, events, leader election, manager."""
+"""A generic controller (controller-runtime's): work queue, event handlers, predicates,
+finalizers. It knows nothing of Ansible."""

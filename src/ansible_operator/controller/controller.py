@@ -22,7 +22,7 @@ import time
 from ansible_operator.controller.queue import ShutDown, WorkQueue
 from ansible_operator.controller.reconcile import ObjectKey, Outcome, Reconciler
 from ansible_operator.kube.client import ApiError
-from ansible_operator.metrics import Metrics
+from ansible_operator.observability.metrics import Metrics
 from ansible_operator.runner.stopping import RunStop, RunStopped, stoppable
 
 log = logging.getLogger("ansible_operator.controller")

@@ -7,7 +7,7 @@ callers asking meanwhile share the next one. API services that do not
 answer (a broken metrics-server) are skipped, not fatal. `known` answers from
 the last discovery without asking again: what the manager uses for watched
 kinds, so kinds the server does not serve cost nothing at start-up
-(controller/unserved.py looks for them again, with backoff).
+(manager/unserved.py looks for them again, with backoff).
 """
 
 from __future__ import annotations

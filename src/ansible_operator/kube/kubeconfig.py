@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from ansible_operator.private_files import write_private
+from ansible_operator.values.private_files import write_private
 
 
 def _b64(data: bytes) -> str:

@@ -12,8 +12,8 @@ from pathlib import Path
 import yaml
 
 from ansible_operator.lint import yaml_nodes as y
-from ansible_operator.watches import Watch
-from ansible_operator.webhook_entries import Webhook
+from ansible_operator.project.watches import Watch
+from ansible_operator.project.webhook_entries import Webhook
 
 __all__ = [
     "Targets",

@@ -21,7 +21,7 @@ import yaml
 
 from ansible_operator.lint import yaml_nodes as y
 from ansible_operator.lint.findings import Finding, warning
-from ansible_operator.rbac_rules import granted, is_role
+from ansible_operator.values.rbac_rules import granted, is_role
 
 __all__ = [
     "ROLE_FILE",

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import yaml
 
-from ansible_operator import watches
 from ansible_operator.lint.findings import Finding, from_problem
-from ansible_operator.watches import WatchesError, WatchesFile
+from ansible_operator.project import watches
+from ansible_operator.project.watches import WatchesError, WatchesFile
 
 __all__ = ["load_reading_on"]
 

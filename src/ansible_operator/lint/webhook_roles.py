@@ -27,7 +27,7 @@ from ansible_operator.lint import yaml_nodes as y
 from ansible_operator.lint.findings import Finding, error, warning
 from ansible_operator.lint.jinja_types import Inferred, literal_type
 from ansible_operator.lint.project import role_files, roles_reached, roles_used_by_playbook
-from ansible_operator.webhook_entries import Webhook
+from ansible_operator.project.webhook_entries import Webhook
 
 __all__ = ["ADMISSION_KEYS", "answer_findings", "undefined_name_findings", "webhook_variables"]
 

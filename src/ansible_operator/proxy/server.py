@@ -19,7 +19,6 @@ from collections.abc import Callable
 import aiohttp
 from aiohttp import web
 
-from ansible_operator.http_malformed import StrictAppRunner
 from ansible_operator.kube.config import KubeConfig
 from ansible_operator.kube.discovery import RestMapper
 from ansible_operator.kube.kubeconfig import build_kubeconfig
@@ -31,6 +30,7 @@ from ansible_operator.proxy.grants import Grants
 from ansible_operator.proxy.pipeline import LAST, RULES, chained
 from ansible_operator.proxy.writes import DependentRegistry
 from ansible_operator.runner.access import RunAccess
+from ansible_operator.serving.http_malformed import StrictAppRunner
 
 log = logging.getLogger("ansible_operator.proxy")
 

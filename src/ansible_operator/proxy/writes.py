@@ -1,6 +1,6 @@
 """What the proxy tells the operator about its runs: one `Write` record per
 write, through one narrow interface (`DependentRegistry`; the operator's is
-controller/dependents.py).
+manager/dependents.py).
 
 The record is handed over *before* the write is sent, and settled when the
 API server has answered (before the run gets the answer). The API server

@@ -204,7 +204,7 @@ def requeue_period(data: Mapping[str, Any]) -> float | None:
     if isinstance(period, int | float):
         return float(period)
     if isinstance(period, str):
-        from ansible_operator.durations import DurationError, parse_duration
+        from ansible_operator.values.durations import DurationError, parse_duration
 
         try:
             return parse_duration(period, bare_number_unit="s")

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_operator import params
+from ansible_operator.project import params
 from ansible_operator.runner.events import RunSummary
 from ansible_operator.runner.plan import RunPlan
 from ansible_operator.runner.result import RunResult, RunStatus

@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.metrics import Metrics
+from ansible_operator.observability.metrics import Metrics
 from ansible_operator.options import OperatorOptions
 from ansible_operator.runner import cgroups, priority, rundir
 from ansible_operator.runner.access import AccessProvider

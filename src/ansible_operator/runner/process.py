@@ -25,7 +25,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ansible_operator.durations import format_duration
 from ansible_operator.runner import cgroups, priority, stopping
 from ansible_operator.runner.containment import Containment
 from ansible_operator.runner.event_plugin import TOKEN_ENV
@@ -35,7 +34,8 @@ from ansible_operator.runner.redaction import redact_artifacts
 from ansible_operator.runner.result import RunResult, RunStatus
 from ansible_operator.runner.rundir import RunDir
 from ansible_operator.runner.warm.forkserver import die_with_parent
-from ansible_operator.sizes import format_size
+from ansible_operator.values.durations import format_duration
+from ansible_operator.values.sizes import format_size
 
 log = logging.getLogger("ansible_operator.runner")
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from aiohttp import web
 
-from ansible_operator.http_limits import GuardedAppRunner
-from ansible_operator.http_malformed import StrictAppRunner
+from ansible_operator.serving.http_limits import GuardedAppRunner
+from ansible_operator.serving.http_malformed import StrictAppRunner
 
 log = logging.getLogger("ansible_operator.runner")
 

@@ -14,14 +14,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from ansible_operator import params
 from ansible_operator.kube.types import Owner
 from ansible_operator.options import OperatorOptions
+from ansible_operator.project import params
+from ansible_operator.project.watches import Watch
 from ansible_operator.runner import rundir
 from ansible_operator.runner.plan import RunPlan
 from ansible_operator.runner.result import RunResult
 from ansible_operator.settings.precedence import Effective, Overrides, effective
-from ansible_operator.watches import Watch
 
 
 class Runner(Protocol):

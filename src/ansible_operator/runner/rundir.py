@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.private_files import make_private_dirs, write_private
+from ansible_operator.values.private_files import make_private_dirs, write_private
 
 log = logging.getLogger("ansible_operator.runner")
 

@@ -193,7 +193,7 @@ def _watches_webhooks(project: Path, manifests: list[Manifest]) -> list[Manifest
     path = project / "watches.yaml"
     if not path.is_file() or any(m.kind in WEBHOOK_KINDS for m in manifests):
         return []
-    from ansible_operator.watches import WatchesError, load_watches_file
+    from ansible_operator.project.watches import WatchesError, load_watches_file
     from ansible_operator.webhooks.configurations import Endpoint, by_kind, configuration
 
     try:

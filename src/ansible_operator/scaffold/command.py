@@ -13,10 +13,10 @@ from typing import Any
 import yaml
 
 from ansible_operator import __version__
-from ansible_operator.rbac_rules import granted, is_cluster_role
 from ansible_operator.scaffold import plural_of, snake_name
 from ansible_operator.scaffold import templates as t
 from ansible_operator.scaffold.yaml_edit import YamlEditError, append_to_list
+from ansible_operator.values.rbac_rules import granted, is_cluster_role
 
 LAYOUT = "ansible-operator/v1"
 PROJECT_FILE = "PROJECT"

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.durations import DurationError, parse_duration
-from ansible_operator.sizes import SizeError, parse_size
+from ansible_operator.values.durations import DurationError, parse_duration
+from ansible_operator.values.sizes import SizeError, parse_size
 
 TRUE = {"true", "1", "yes", "t"}
 FALSE = {"false", "0", "no", "f"}

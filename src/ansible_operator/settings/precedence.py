@@ -30,7 +30,7 @@ class WatchDefaults(Protocol):
 
 @dataclass(frozen=True)
 class Overrides:
-    """An object's own settings, from its annotations (controller/annotations.py);
+    """An object's own settings, from its annotations (reconciler/annotations.py);
     None: not given."""
 
     reconcile_period: float | None = None

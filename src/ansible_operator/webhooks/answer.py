@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_operator import reserved_vars
-from ansible_operator.webhook_entries import Webhook
+from ansible_operator.project import reserved_vars
+from ansible_operator.project.webhook_entries import Webhook
 from ansible_operator.webhooks.patch import json_patch
 from ansible_operator.webhooks.review import AdmissionRequest
 

@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.kube.types import Resource
-from ansible_operator.webhook_entries import Webhook
+from ansible_operator.project.webhook_entries import Webhook
 
 log = logging.getLogger("ansible_operator.webhooks")
 

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_operator import params, reserved_vars
-from ansible_operator.webhook_entries import Webhook
+from ansible_operator.project import params, reserved_vars
+from ansible_operator.project.webhook_entries import Webhook
 
 REVIEW_API_VERSION = "admission.k8s.io/v1"
 

@@ -20,14 +20,14 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from ansible_operator.durations import format_duration
 from ansible_operator.kube.types import Owner
 from ansible_operator.options import OperatorOptions
+from ansible_operator.project.webhook_entries import Webhook
 from ansible_operator.runner import priority
 from ansible_operator.runner.host import RunnerHost
 from ansible_operator.runner.plan import RunPlan, new_ident
 from ansible_operator.runner.result import RunResult
-from ansible_operator.webhook_entries import Webhook
+from ansible_operator.values.durations import format_duration
 from ansible_operator.webhooks.admission_limits import FairSlots
 from ansible_operator.webhooks.answer import Answer, RunOutcome, answer_from_event
 from ansible_operator.webhooks.review import AdmissionRequest, admission_vars

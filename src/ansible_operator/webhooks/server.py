@@ -19,9 +19,9 @@ from typing import Any
 
 from aiohttp import web
 
-from ansible_operator.http_limits import GuardedAppRunner, GuardedSite, ThrottledWarning
-from ansible_operator.http_malformed import StrictAppRunner
-from ansible_operator.webhook_entries import Webhook
+from ansible_operator.project.webhook_entries import Webhook
+from ansible_operator.serving.http_limits import GuardedAppRunner, GuardedSite, ThrottledWarning
+from ansible_operator.serving.http_malformed import StrictAppRunner
 from ansible_operator.webhooks.admission_limits import PeerRate, SlotsBusy
 from ansible_operator.webhooks.review import AdmissionRequest, ReviewError, parse_review
 

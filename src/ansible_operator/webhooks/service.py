@@ -25,8 +25,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ansible_operator.kube.client import ApiClient
-from ansible_operator.metrics import Metrics
+from ansible_operator.observability.metrics import Metrics
 from ansible_operator.options import OperatorOptions
+from ansible_operator.project.webhook_entries import Webhook
 from ansible_operator.runner.host import RunnerHost
 from ansible_operator.settings.webhooks import (
     SERVICE_PORT,
@@ -34,7 +35,6 @@ from ansible_operator.settings.webhooks import (
     parse_secret,
     parse_service,
 )
-from ansible_operator.webhook_entries import Webhook
 from ansible_operator.webhooks import configurations, tls
 from ansible_operator.webhooks.admission_limits import FairSlots, SlotsBusy
 from ansible_operator.webhooks.answer import RunOutcome, decide

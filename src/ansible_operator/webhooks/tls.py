@@ -29,11 +29,11 @@ from typing import Any
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from ansible_operator import pki
-from ansible_operator.durations import DurationError, parse_duration
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.kube.types import Resource
-from ansible_operator.private_files import write_private
+from ansible_operator.serving import pki
+from ansible_operator.values.durations import DurationError, parse_duration
+from ansible_operator.values.private_files import write_private
 
 log = logging.getLogger("ansible_operator.webhooks")
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ansible_operator.http_malformed import malformed
 from ansible_operator.proxy.exchange import Exchange, Handler
 from ansible_operator.proxy.statuses import status_response
+from ansible_operator.serving.http_malformed import malformed
 
 
 async def read_body(exchange: Exchange, pass_on: Handler) -> web.StreamResponse:

@@ -18,7 +18,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ansible_operator import __version__
-from ansible_operator.user_metrics import UserMetrics
+from ansible_operator.observability.user_metrics import UserMetrics
 
 RUN_BUCKETS = (0.25, 0.5, 1, 2, 3, 5, 8, 13, 21, 34, 60, 120, 300, 600)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from ansible_operator.durations import DurationError, parse_duration
+from ansible_operator.values.durations import DurationError, parse_duration
 
 # A reader turns a value node into the attribute's value, or records an error and returns
 # None; None (an error, or a value meaning "unset" such as a zero duration) keeps the default.

@@ -15,7 +15,8 @@ import os
 import sys
 from pathlib import Path
 
-from ansible_operator import __version__, logs
+from ansible_operator import __version__
+from ansible_operator.observability import logs
 from ansible_operator.runner.versions import installed_versions, one_line
 from ansible_operator.runner.warm.accelerations import acceleration_names
 from ansible_operator.settings import Settings
@@ -61,10 +62,14 @@ def options_from(args: argparse.Namespace) -> Settings:
 
 def run(args: argparse.Namespace) -> int:
     from ansible_operator.cluster import connect_config
-    from ansible_operator.controller.manager import Manager
-    from ansible_operator.http_limits import raise_open_file_limit
     from ansible_operator.kube.config import KubeConfigError
-    from ansible_operator.watches import WatchesError, load_watches_file, templated_cluster_data
+    from ansible_operator.manager.manager import Manager
+    from ansible_operator.project.watches import (
+        WatchesError,
+        load_watches_file,
+        templated_cluster_data,
+    )
+    from ansible_operator.serving.http_limits import raise_open_file_limit
 
     settings = options_from(args)
     level = logs.parse_level("debug" if settings.log.devel else settings.log.level)

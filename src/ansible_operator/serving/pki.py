@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from ansible_operator.private_files import write_private
+from ansible_operator.values.private_files import write_private
 
 VALIDITY = datetime.timedelta(days=365)
 

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from ansible_operator import __version__
-from ansible_operator.run_command import add_acceleration_switch, switched_off
+from ansible_operator.commands.run import add_acceleration_switch, switched_off
 from ansible_operator.runner.versions import installed_versions
 from ansible_operator.runner.warm.acceleration import Verdict
 from ansible_operator.runner.warm.accelerations import ACCELERATIONS

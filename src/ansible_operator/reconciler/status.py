@@ -7,9 +7,9 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ansible_operator.controller.conditions import Condition, merge_conditions
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.kube.types import Resource
+from ansible_operator.reconciler.conditions import Condition, merge_conditions
 
 log = logging.getLogger("ansible_operator.controller")
 

@@ -28,7 +28,7 @@ from aiohttp import web
 
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.options import OperatorOptions
-from ansible_operator.pki import create_ca, issue_serving_cert
+from ansible_operator.serving.pki import create_ca, issue_serving_cert
 
 log = logging.getLogger("ansible_operator.metrics")
 

@@ -29,7 +29,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_operator import reserved_vars
+from ansible_operator.project import reserved_vars
 
 # Words kept whole, longest first so that a longer one wins at the same position.
 _WORDS = ("HTTP", "URL", "IP")

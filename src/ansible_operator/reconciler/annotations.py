@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ansible_operator.durations import DurationError, parse_duration
 from ansible_operator.settings.precedence import Overrides, artifacts_kept
 from ansible_operator.settings.runs import MIN_RECONCILE_PERIOD
+from ansible_operator.values.durations import DurationError, parse_duration
 
 PREFIX = "ansible.sdk.operatorframework.io/"
 RECONCILE_PERIOD = PREFIX + "reconcile-period"

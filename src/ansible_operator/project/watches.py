@@ -23,8 +23,8 @@ import yaml
 from ansible_operator.kube.selectors import label_predicate
 from ansible_operator.kube.types import GVK
 from ansible_operator.options import MIN_RECONCILE_PERIOD
-from ansible_operator.role_search import role_candidates, role_not_found
-from ansible_operator.watch_fields import (
+from ansible_operator.project.role_search import role_candidates, role_not_found
+from ansible_operator.project.watch_fields import (
     EnvOverride,
     NodeReader,
     count,
@@ -32,7 +32,7 @@ from ansible_operator.watch_fields import (
     option,
     options_of,
 )
-from ansible_operator.webhook_entries import Webhook, is_webhook_entry, read_entry
+from ansible_operator.project.webhook_entries import Webhook, is_webhook_entry, read_entry
 
 __all__ = [
     "GVK",

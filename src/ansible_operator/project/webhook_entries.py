@@ -35,7 +35,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from ansible_operator.watch_fields import (
+from ansible_operator.project.watch_fields import (
     NodeReader,
     between,
     choice,

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from ansible_operator.kube.client import ApiError
 from ansible_operator.kube.discovery import RestMapper
 from ansible_operator.kube.types import Resource
-from ansible_operator.watches import Watch
+from ansible_operator.project.watches import Watch
 
 log = logging.getLogger("ansible_operator.manager")
 

@@ -19,22 +19,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ansible_operator import params, reserved_vars
-from ansible_operator.controller import conditions
-from ansible_operator.controller.annotations import AnnotationError, object_settings
-from ansible_operator.controller.events import record_event
 from ansible_operator.controller.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from ansible_operator.controller.reconcile import ObjectKey, ObjectReader, Outcome
-from ansible_operator.controller.status import ObjectGone, write_conditions
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.kube.types import Resource
-from ansible_operator.metrics import Metrics
+from ansible_operator.observability.metrics import Metrics
 from ansible_operator.options import OperatorOptions
+from ansible_operator.project import params, reserved_vars
+from ansible_operator.project.watches import Watch
+from ansible_operator.reconciler import conditions
+from ansible_operator.reconciler.annotations import AnnotationError, object_settings
+from ansible_operator.reconciler.events import record_event
+from ansible_operator.reconciler.status import ObjectGone, write_conditions
 from ansible_operator.runner.plan import new_ident
 from ansible_operator.runner.result import RunResult
 from ansible_operator.runner.run import Runner, object_fields, plan_for
 from ansible_operator.settings.precedence import Overrides, effective
-from ansible_operator.watches import Watch
 
 log = logging.getLogger("ansible_operator.controller")
 

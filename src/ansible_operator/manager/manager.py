@@ -23,21 +23,8 @@ from typing import Any
 
 from aiohttp import web
 
-from ansible_operator.controller.ansible_reconciler import AnsibleReconciler, Shared
-from ansible_operator.controller.api_health import ApiServerHealth
 from ansible_operator.controller.controller import Controller
-from ansible_operator.controller.dependents import DependentWatches
 from ansible_operator.controller.handlers import request_for_object, run_stop_reason
-from ansible_operator.controller.leader import LeaderElector
-from ansible_operator.controller.metrics_auth import (
-    MetricsAuthorizer,
-    metrics_address,
-    needs_auth,
-    server_tls,
-)
-from ansible_operator.controller.unserved import UnservedKinds
-from ansible_operator.http_limits import GuardedSite
-from ansible_operator.http_malformed import StrictAppRunner
 from ansible_operator.kube.cache import InformerCache
 from ansible_operator.kube.client import ApiClient
 from ansible_operator.kube.config import KubeConfig
@@ -45,12 +32,25 @@ from ansible_operator.kube.discovery import RestMapper
 from ansible_operator.kube.impersonation import verify_impersonation
 from ansible_operator.kube.informer import EventListener
 from ansible_operator.kube.types import Resource
-from ansible_operator.metrics import Metrics
+from ansible_operator.manager.api_health import ApiServerHealth
+from ansible_operator.manager.dependents import DependentWatches
+from ansible_operator.manager.leader import LeaderElector
+from ansible_operator.manager.metrics_auth import (
+    MetricsAuthorizer,
+    metrics_address,
+    needs_auth,
+    server_tls,
+)
+from ansible_operator.manager.unserved import UnservedKinds
+from ansible_operator.observability.metrics import Metrics
 from ansible_operator.options import OperatorOptions
+from ansible_operator.project.watches import Watch, Webhook
 from ansible_operator.proxy.server import ApiProxy
+from ansible_operator.reconciler.ansible_reconciler import AnsibleReconciler, Shared
 from ansible_operator.runner.host import RunnerHost
+from ansible_operator.serving.http_limits import GuardedSite
+from ansible_operator.serving.http_malformed import StrictAppRunner
 from ansible_operator.settings.precedence import Effective, effective
-from ansible_operator.watches import Watch, Webhook
 from ansible_operator.webhooks.service import WebhookService
 
 log = logging.getLogger("ansible_operator.manager")
@@ -113,7 +113,7 @@ class Manager:
 
     def _health_app(self) -> web.Application:
         # controller-runtime's meanings: /healthz liveness (fails: restart me),
-        # /readyz readiness; both also judge the API server (controller/api_health.py).
+        # /readyz readiness; both also judge the API server (manager/api_health.py).
         async def healthz(_request: web.Request) -> web.Response:
             reason = self.api_health.unhealthy_reason() if self.api_health else None
             if reason is not None:
@@ -335,7 +335,7 @@ class Manager:
     async def _start_controllers(self, shared: Shared) -> None:
         assert self.cache is not None and self.mapper is not None
         # One discovery for every watch: served kinds start now, whatever the
-        # number of kinds the server does not serve (controller/unserved.py).
+        # number of kinds the server does not serve (manager/unserved.py).
         await self.mapper.refresh()
         missing: list[Watch] = []
         for watch in self.watches:

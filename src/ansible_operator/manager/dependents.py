@@ -30,14 +30,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_operator.controller.blacklist import blacklisted, gets_dependent_watch
 from ansible_operator.controller.handlers import OwnerKind, requests_for_owners
 from ansible_operator.controller.reconcile import ObjectKey
 from ansible_operator.kube.cache import InformerCache
 from ansible_operator.kube.informer import EventListener
 from ansible_operator.kube.types import Owner, Resource
+from ansible_operator.manager.blacklist import blacklisted, gets_dependent_watch
+from ansible_operator.project.watches import Watch
 from ansible_operator.proxy.writes import Write
-from ansible_operator.watches import Watch
 
 log = logging.getLogger("ansible_operator.controller")
 

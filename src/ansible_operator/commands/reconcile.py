@@ -22,22 +22,27 @@ from typing import Any
 
 import yaml
 
-from ansible_operator import logs
 from ansible_operator.cluster import connect_config
-from ansible_operator.controller.ansible_reconciler import AnsibleReconciler, Shared
 from ansible_operator.controller.reconcile import ObjectKey
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.kube.config import KubeConfigError
 from ansible_operator.kube.discovery import RestMapper
 from ansible_operator.kube.impersonation import verify_impersonation
 from ansible_operator.kube.types import Resource
-from ansible_operator.metrics import Metrics
+from ansible_operator.observability import logs
+from ansible_operator.observability.metrics import Metrics
+from ansible_operator.project.watches import (
+    Watch,
+    WatchesError,
+    load_watches,
+    templated_cluster_data,
+)
 from ansible_operator.proxy.server import ApiProxy
+from ansible_operator.reconciler.ansible_reconciler import AnsibleReconciler, Shared
 from ansible_operator.runner.host import RunnerHost
 from ansible_operator.settings import AnsibleSettings, RunSettings, Settings, WatchingSettings
 from ansible_operator.settings.ansible import facts_skipped
 from ansible_operator.settings.flags import add_flags, flag_value
-from ansible_operator.watches import Watch, WatchesError, load_watches, templated_cluster_data
 
 FIELD_MANAGER = "ansible-operator-reconcile"
 

@@ -42,8 +42,8 @@ from ansible_operator.lint.webhook_roles import (
     undefined_name_findings,
     webhook_variables,
 )
-from ansible_operator.rbac_rules import is_role
 from ansible_operator.scaffold.yaml_edit import YamlEditError, append_to_list
+from ansible_operator.values.rbac_rules import is_role
 
 __all__ = ["add_check_arguments", "check", "check_project", "fix_rbac", "rbac_of_project"]
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from ansible_operator.controller.conditions import now_rfc3339
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.kube.types import Resource
+from ansible_operator.reconciler.conditions import now_rfc3339
 
 log = logging.getLogger("ansible_operator.controller")
 

@@ -9,7 +9,7 @@ in the reference: its reads go to the API server.
 from __future__ import annotations
 
 from ansible_operator.kube.types import Resource
-from ansible_operator.watches import Watch
+from ansible_operator.project.watches import Watch
 
 
 def blacklisted(watch: Watch, resource: Resource) -> bool:

@@ -26,7 +26,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.http import HttpProcessingError
 
-from ansible_operator.http_limits import GuardedAppRunner, Handler
+from ansible_operator.serving.http_limits import GuardedAppRunner, Handler
 
 SERVER_LOGGER = logging.getLogger("aiohttp.server")
 HTTP_1 = ((1, 0), (1, 1))

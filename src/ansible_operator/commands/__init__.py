@@ -1,0 +1,1 @@
+"""The `ansible-operator` subcommands, one module each."""

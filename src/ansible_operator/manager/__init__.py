@@ -1,0 +1,1 @@
+"""The manager: informers, controllers, dependent watches, leader election, health, metrics."""

@@ -1,0 +1,1 @@
+"""What the operator tells: logs, Prometheus metrics, users' metrics."""

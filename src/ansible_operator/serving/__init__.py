@@ -1,0 +1,1 @@
+"""What the operator's HTTP servers share: limits, malformed requests, certificates."""

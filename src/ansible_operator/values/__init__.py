@@ -1,0 +1,1 @@
+"""Values and small utilities: no knowledge of Kubernetes, Ansible or the runtime."""
