@@ -28,7 +28,7 @@ LAYERS: list[set[str]] = [
     {"serving"},
     {"kube"},
     # The operator's settings: declared in sections, read from flags and the environment.
-    {"settings", "options"},
+    {"settings"},
     # An operator project (watches.yaml, roles, a run's extra vars), and its checks.
     {"project", "lint"},
     {"runner"},

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import re
 from pathlib import Path
 
@@ -12,7 +11,6 @@ import pytest
 from ansible_operator.commands.run import add_run_arguments
 from ansible_operator.settings import Settings
 from ansible_operator.settings.flags import add_flags, every_setting, flagged, settings_from
-from ansible_operator.settings.operator import FLAT_NAMES, sections
 
 REFERENCE = Path(__file__).parents[2] / "docs" / "reference.md"
 
@@ -120,12 +118,10 @@ def test_every_setting_has_one_source_and_a_unique_flag() -> None:
         assert not (declared.flags and declared.from_env), each.dest
 
 
-def test_the_former_flat_names_read_their_setting() -> None:
+def test_a_flag_lands_in_its_section_and_nowhere_else() -> None:
     settings = parsed("--leader-election-id=op", "--webhook-url=https://x", "--proxy-port=0")
-    assert settings.leader_election_id == "op"
-    assert settings.webhook_url == "https://x"
-    assert settings.proxy_port == 0
-    fields = {(name, each.name) for name, cls in sections() for each in dataclasses.fields(cls)}
-    assert set(FLAT_NAMES.values()) <= fields
+    assert settings.leader_election.id == "op"
+    assert settings.webhooks.url == "https://x"
+    assert settings.proxy.port == 0
     with pytest.raises(AttributeError):
-        _ = settings.no_such_setting
+        _ = settings.leader_election_id  # the former flat names are gone

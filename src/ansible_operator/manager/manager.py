@@ -43,13 +43,13 @@ from ansible_operator.manager.metrics_auth import (
 )
 from ansible_operator.manager.unserved import UnservedKinds
 from ansible_operator.observability.metrics import Metrics
-from ansible_operator.options import OperatorOptions
 from ansible_operator.project.watches import Watch, Webhook
 from ansible_operator.proxy.server import ApiProxy
 from ansible_operator.reconciler.ansible_reconciler import AnsibleReconciler, Shared
 from ansible_operator.runner.host import RunnerHost
 from ansible_operator.serving.http_limits import GuardedSite
 from ansible_operator.serving.http_malformed import StrictAppRunner
+from ansible_operator.settings import Settings
 from ansible_operator.settings.precedence import Effective, effective
 from ansible_operator.webhooks.service import WebhookService
 
@@ -70,7 +70,7 @@ class Manager:
     def __init__(
         self,
         watches: list[Watch],
-        options: OperatorOptions,
+        options: Settings,
         connect: Callable[[str | None], KubeConfig],
         webhooks: list[Webhook] | None = None,
     ) -> None:
@@ -166,8 +166,8 @@ class Manager:
             self.stopping.set()
 
     def _leader_namespace(self) -> str:
-        if self.options.leader_election_namespace:
-            return self.options.leader_election_namespace
+        if self.options.leader_election.namespace:
+            return self.options.leader_election.namespace
         if IN_CLUSTER_NAMESPACE.exists():
             return IN_CLUSTER_NAMESPACE.read_text().strip()
         raise SystemExit(
@@ -179,12 +179,12 @@ class Manager:
         for signum in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(signum, self.request_stop)
-        config = self.connect(self.options.kubeconfig)
-        if self.options.impersonate:
-            config.impersonate = self.options.impersonate
+        config = self.connect(self.options.watching.kubeconfig)
+        if self.options.watching.impersonate:
+            config.impersonate = self.options.watching.impersonate
         # mkdtemp creates it 0700: the event socket inside is ours alone.
         scratch = Path(tempfile.mkdtemp(prefix="ansible-operator-"))
-        runner_root = self.options.runner_dir or scratch / "runs"
+        runner_root = self.options.runs.runner_dir or scratch / "runs"
         elector: LeaderElector | None = None
         prober: asyncio.Task[None] | None = None
         host: RunnerHost | None = None
@@ -196,26 +196,26 @@ class Manager:
                     await self._say_whom_we_act_as(api)
                 self.api_health = ApiServerHealth(
                     api,
-                    ready_grace=self.options.api_server_ready_grace,
-                    live_grace=self.options.api_server_live_grace,
+                    ready_grace=self.options.health.api_server_ready_grace,
+                    live_grace=self.options.health.api_server_live_grace,
                 )
                 prober = asyncio.create_task(self.api_health.probe_forever())
                 await self._serve(
-                    "health", self.options.health_probe_bind_address, self._health_app()
+                    "health", self.options.health.probe_bind_address, self._health_app()
                 )
                 await self._serve_metrics(api, scratch)
                 # One proxy and one runner host for every run of this process, the
                 # webhooks' too: started before the election, as the webhooks are.
                 self.mapper = RestMapper(api)
-                self.cache = InformerCache(api, self.options.watch_namespaces)
+                self.cache = InformerCache(api, self.options.watching.namespaces)
                 self.dependents = DependentWatches(self.cache)
                 self.proxy = ApiProxy(
                     config,
                     self.mapper,
                     cache=self.cache,
                     dependents=self.dependents,
-                    inject_owner_ref=self.options.inject_owner_ref,
-                    port=self.options.proxy_port,
+                    inject_owner_ref=self.options.proxy.inject_owner_ref,
+                    port=self.options.proxy.port,
                     trace_configs=[self.metrics.request_counter("proxy")],
                     on_cache_hit=self.metrics.proxy_cache_hits.inc,
                 )
@@ -232,14 +232,14 @@ class Manager:
                 await host.start()
                 if self.webhooks:
                     await self._start_webhooks(api, scratch, host)
-                if self.options.leader_elect:
+                if self.options.leader_election.enabled:
                     elector = LeaderElector(
                         api,
-                        name=self.options.leader_election_id,
+                        name=self.options.leader_election.id,
                         namespace=self._leader_namespace(),
-                        lease_duration=self.options.lease_duration,
-                        renew_deadline=self.options.renew_deadline,
-                        retry_period=self.options.retry_period,
+                        lease_duration=self.options.leader_election.lease_duration,
+                        renew_deadline=self.options.leader_election.renew_deadline,
+                        retry_period=self.options.leader_election.retry_period,
                     )
                     acquiring = asyncio.create_task(elector.acquire())
                     stop_wait = asyncio.create_task(self.stopping.wait())
@@ -257,7 +257,7 @@ class Manager:
                 log.info(
                     "operator started watches=%d namespaces=%s",
                     len(self.watches),
-                    ",".join(self.options.watch_namespaces) or "all",
+                    ",".join(self.options.watching.namespaces) or "all",
                 )
                 waiters = [asyncio.create_task(self.stopping.wait())]
                 if elector is not None:
@@ -266,7 +266,7 @@ class Manager:
                 for waiter in waiters:
                     waiter.cancel()
                 lost = elector is not None and elector.lost.is_set()
-                await self._shutdown(0.0 if lost else self.options.graceful_shutdown_timeout)
+                await self._shutdown(0.0 if lost else self.options.runs.graceful_shutdown_timeout)
                 if elector is not None:
                     await elector.release()
                 return 1 if lost else 0
@@ -325,8 +325,8 @@ class Manager:
         return targets
 
     def _global_cap(self) -> int:
-        if self.options.max_concurrent_runs:
-            return self.options.max_concurrent_runs
+        if self.options.runs.max_concurrent_runs:
+            return self.options.runs.max_concurrent_runs
         return sum(self._effective(watch).workers for watch in self.watches)
 
     def _effective(self, watch: Watch) -> Effective:

@@ -27,8 +27,8 @@ from typing import Any
 from aiohttp import web
 
 from ansible_operator.kube.client import ApiClient, ApiError
-from ansible_operator.options import OperatorOptions
 from ansible_operator.serving.pki import create_ca, issue_serving_cert
+from ansible_operator.settings import Settings
 
 log = logging.getLogger("ansible_operator.metrics")
 
@@ -43,24 +43,24 @@ MAX_CACHED = 1024
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def metrics_address(options: OperatorOptions) -> str:
-    if options.metrics_bind_address is not None:
-        return options.metrics_bind_address
-    return SECURE_ADDRESS if options.metrics_secure else LOOPBACK_ADDRESS
+def metrics_address(options: Settings) -> str:
+    if options.metrics.bind_address is not None:
+        return options.metrics.bind_address
+    return SECURE_ADDRESS if options.metrics.secure else LOOPBACK_ADDRESS
 
 
-def needs_auth(options: OperatorOptions) -> bool:
-    return options.metrics_secure or options.metrics_require_rbac
+def needs_auth(options: Settings) -> bool:
+    return options.metrics.secure or options.metrics.require_rbac
 
 
-def server_tls(options: OperatorOptions, scratch: Path) -> ssl.SSLContext | None:
+def server_tls(options: Settings, scratch: Path) -> ssl.SSLContext | None:
     """The metrics server's TLS: the certificate in --metrics-cert-path, or a
     self-signed one (as controller-runtime makes when given none)."""
-    if not options.metrics_secure:
+    if not options.metrics.secure:
         return None
-    if options.metrics_cert_path is not None:
-        cert = options.metrics_cert_path / options.metrics_cert_name
-        key = options.metrics_cert_path / options.metrics_cert_key
+    if options.metrics.cert_path is not None:
+        cert = options.metrics.cert_path / options.metrics.cert_name
+        key = options.metrics.cert_path / options.metrics.cert_key
     else:
         directory = scratch / "metrics-tls"
         pair = issue_serving_cert(create_ca(directory, "ansible-operator-metrics"), directory)

@@ -22,7 +22,6 @@ import yaml
 
 from ansible_operator.kube.selectors import label_predicate
 from ansible_operator.kube.types import GVK
-from ansible_operator.options import MIN_RECONCILE_PERIOD
 from ansible_operator.project.role_search import role_candidates, role_not_found
 from ansible_operator.project.watch_fields import (
     EnvOverride,
@@ -33,6 +32,7 @@ from ansible_operator.project.watch_fields import (
     options_of,
 )
 from ansible_operator.project.webhook_entries import Webhook, is_webhook_entry, read_entry
+from ansible_operator.settings.runs import MIN_RECONCILE_PERIOD
 
 __all__ = [
     "GVK",

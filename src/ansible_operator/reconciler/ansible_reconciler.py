@@ -24,7 +24,6 @@ from ansible_operator.controller.reconcile import ObjectKey, ObjectReader, Outco
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.kube.types import Resource
 from ansible_operator.observability.metrics import Metrics
-from ansible_operator.options import OperatorOptions
 from ansible_operator.project import params, reserved_vars
 from ansible_operator.project.watches import Watch
 from ansible_operator.reconciler import conditions
@@ -34,6 +33,7 @@ from ansible_operator.reconciler.status import ObjectGone, write_conditions
 from ansible_operator.runner.plan import new_ident
 from ansible_operator.runner.result import RunResult
 from ansible_operator.runner.run import Runner, object_fields, plan_for
+from ansible_operator.settings import Settings
 from ansible_operator.settings.precedence import Overrides, effective
 
 log = logging.getLogger("ansible_operator.controller")
@@ -44,7 +44,7 @@ class Shared:
     """What every watch's reconciler shares."""
 
     api: ApiClient
-    options: OperatorOptions
+    options: Settings
     metrics: Metrics
     runner: Runner  # does the Ansible runs (runner/host.py's RunnerHost)
 
@@ -62,12 +62,12 @@ class AnsibleReconciler:
 
     @property
     def writes_status(self) -> bool:
-        return self.watch.manage_status and not self.shared.options.check_mode
+        return self.watch.manage_status and not self.shared.options.ansible.check_mode
 
     @property
     def dry_run(self) -> bool:
         """Check mode (`reconcile --check`): Ansible in check mode, and we write nothing."""
-        return self.shared.options.check_mode
+        return self.shared.options.ansible.check_mode
 
     # ----- one reconcile -----------------------------------------------------
     async def reconcile(self, key: ObjectKey) -> Outcome:

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from ansible_operator.observability.metrics import Metrics
-from ansible_operator.options import OperatorOptions
 from ansible_operator.runner import cgroups, priority, rundir
 from ansible_operator.runner.access import AccessProvider
 from ansible_operator.runner.event_plugin import SOCKET_ENV, TOKEN_ENV
@@ -44,6 +43,7 @@ from ansible_operator.runner.warm.processes import (
     ansible_environment,
     start_warm_processes,
 )
+from ansible_operator.settings import Settings
 
 log = logging.getLogger("ansible_operator.controller")
 warm_log = logging.getLogger("ansible_operator.manager")
@@ -62,12 +62,12 @@ def credentials(kubeconfig: Mapping[str, Any] | None) -> list[str]:
 
 class RunnerHost:
     """Runs RunPlans: in reference mode (a fresh ansible-runner per run) or, with
-    `options.runner_mode == "warm"`, forked from the warm processes."""
+    `options.runs.runner_mode == "warm"`, forked from the warm processes."""
 
     def __init__(
         self,
         *,
-        options: OperatorOptions,
+        options: Settings,
         access: AccessProvider,  # the proxy: each run's grant
         runner_root: Path,  # where the runs' subjects keep their run directories
         scratch: Path,  # private (0700): the event socket, the warm processes
@@ -101,7 +101,7 @@ class RunnerHost:
             # Runs of an operator killed earlier may have left processes.
             await asyncio.to_thread(cgroups.remove_stale)
             self._run_groups = cgroups.RunGroups()
-        if self.options.runner_mode == "warm":
+        if self.options.runs.runner_mode == "warm":
             self.warm = await self._start_warm_processes()
 
     async def stop(self) -> None:
@@ -119,13 +119,13 @@ class RunnerHost:
     async def _start_warm_processes(self) -> WarmProcesses | None:
         """Warm runner mode: the processes runs and their modules fork from."""
         run_env = ansible_environment(
-            roles_path=self.options.ansible_roles_path,
-            collections_path=self.options.ansible_collections_path,
+            roles_path=self.options.ansible.roles_path,
+            collections_path=self.options.ansible.collections_path,
             pipelining=True,
         )
         try:
             warm = await start_warm_processes(
-                self.scratch, run_env, self.targets, self.options.disabled_accelerations
+                self.scratch, run_env, self.targets, self.options.runs.disabled_accelerations
             )
         except (RuntimeError, OSError) as error:
             # Slower, never broken: runs start ansible-runner afresh, as Operator SDK's do.
@@ -144,9 +144,9 @@ class RunnerHost:
         options = self.options
         summary = RunSummary()
         task_log = TaskLogger(
-            options.ansible_log_events,
+            options.ansible.log_events,
             plan.described,
-            ansible_output=options.ansible_debug_logs,
+            ansible_output=options.ansible.debug_logs,
             redactor=summary.redactor,
         )
         live_output = self.live_output
@@ -173,7 +173,7 @@ class RunnerHost:
                 envvars=access.env,
                 kubeconfig=access.kubeconfig,
                 ansible_args=plan.ansible_args,
-                inventory=options.inventory,
+                inventory=options.ansible.inventory,
                 interpreter=warm.interpreter if warm else None,
                 private=rundir.private_root(self.runner_root),
             )
@@ -189,8 +189,8 @@ class RunnerHost:
                 keep_artifacts=0 if self._rotates_after(plan) else plan.keep_artifacts,
                 skip_facts=plan.skip_facts,
                 env=self._run_env(channel.token, warm, plan.nice),
-                max_output=options.max_run_output,
-                memory_limit=options.run_memory_limit,
+                max_output=options.runs.max_run_output,
+                memory_limit=options.runs.run_memory_limit,
             )
             async with self._slot(plan):
                 result = await execute(
@@ -265,8 +265,8 @@ class RunnerHost:
             TOKEN_ENV: token,
             priority.NICE_ENV: str(nice),
             **ansible_environment(
-                roles_path=self.options.ansible_roles_path,
-                collections_path=self.options.ansible_collections_path,
+                roles_path=self.options.ansible.roles_path,
+                collections_path=self.options.ansible.collections_path,
                 pipelining=warm is not None,
             ),
         }

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ansible_operator.kube.types import Owner
-from ansible_operator.options import OperatorOptions
 from ansible_operator.project import params
 from ansible_operator.project.watches import Watch
 from ansible_operator.runner import rundir
 from ansible_operator.runner.plan import RunPlan
 from ansible_operator.runner.result import RunResult
+from ansible_operator.settings import Settings
 from ansible_operator.settings.precedence import Effective, Overrides, effective
 
 
@@ -54,7 +54,7 @@ def owner_of(watch: Watch, obj: Mapping[str, Any]) -> Owner:
 
 
 def settings_for(
-    watch: Watch, options: OperatorOptions, verbosity: int | None, keep_artifacts: int | None
+    watch: Watch, options: Settings, verbosity: int | None, keep_artifacts: int | None
 ) -> Effective:
     """The object's annotations (None: not given), over the watch's, over the flags."""
     overrides = Overrides(verbosity=verbosity, max_runner_artifacts=keep_artifacts)
@@ -85,7 +85,7 @@ def extravars_for(watch: Watch, obj: Mapping[str, Any], deleting: bool) -> dict[
 def plan_for(
     watch: Watch,
     obj: Mapping[str, Any],
-    options: OperatorOptions,
+    options: Settings,
     *,
     deleting: bool = False,
     verbosity: int | None = None,
@@ -98,8 +98,8 @@ def plan_for(
     owner = owner_of(watch, obj)
     settings = settings_for(watch, options, verbosity, keep_artifacts)
     role, playbook = what_to_play(watch, deleting)
-    ansible_args = options.ansible_args
-    if options.check_mode:
+    ansible_args = options.ansible.args
+    if options.ansible.check_mode:
         ansible_args = f"{ansible_args} --check --diff".strip()
     gvk = watch.gvk
     return RunPlan(
@@ -115,8 +115,8 @@ def plan_for(
         verbosity=settings.verbosity,
         timeout=settings.run_timeout,
         keep_artifacts=settings.keep_artifacts,
-        skip_facts=options.skip_facts,
+        skip_facts=options.ansible.skip_facts,
         ansible_args=ansible_args,
-        nice=options.reconcile_run_nice,
+        nice=options.runs.reconcile_run_nice,
         label=gvk_label(watch),
     )

@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from ansible_operator.kube.types import Owner
-from ansible_operator.options import OperatorOptions
 from ansible_operator.project.webhook_entries import Webhook
 from ansible_operator.runner import priority
 from ansible_operator.runner.host import RunnerHost
 from ansible_operator.runner.plan import RunPlan, new_ident
 from ansible_operator.runner.result import RunResult
+from ansible_operator.settings import Settings
 from ansible_operator.values.durations import format_duration
 from ansible_operator.webhooks.admission_limits import FairSlots
 from ansible_operator.webhooks.answer import Answer, RunOutcome, answer_from_event
@@ -65,7 +65,7 @@ class AdmissionRunner:
     def __init__(
         self,
         *,
-        options: OperatorOptions,
+        options: Settings,
         host: RunnerHost,  # the manager's: its proxy, event receiver, warm processes
         slots: FairSlots,  # concurrent admission runs, shared fairly between clients
     ) -> None:
@@ -121,12 +121,12 @@ class AdmissionRunner:
             role=webhook.role,
             playbook=webhook.playbook,
             extravars=admission_vars(request, webhook),
-            verbosity=options.ansible_verbosity,
+            verbosity=options.ansible.verbosity,
             timeout=budget + KILL_AFTER,
             keep_artifacts=webhook.max_runner_artifacts,
             shares_subject=True,  # concurrent requests: rotated by the host, after each run
             skip_facts=True,  # a role's facts about this host cost a second, every request
-            ansible_args=options.ansible_args,
+            ansible_args=options.ansible.args,
             writes=webhook.may_write(request.dry_run),
             owns=False,  # a webhook run owns nothing it writes
             nice=priority.ADMISSION,  # answered within seconds: before reconciles

@@ -26,9 +26,9 @@ from urllib.parse import urlsplit
 
 from ansible_operator.kube.client import ApiClient
 from ansible_operator.observability.metrics import Metrics
-from ansible_operator.options import OperatorOptions
 from ansible_operator.project.webhook_entries import Webhook
 from ansible_operator.runner.host import RunnerHost
+from ansible_operator.settings import Settings
 from ansible_operator.settings.webhooks import (
     SERVICE_PORT,
     parse_bind_address,
@@ -57,8 +57,8 @@ def in_cluster_namespace() -> str | None:
         return None
 
 
-def configuration_name(options: OperatorOptions) -> str:
-    return options.webhook_configuration_name or options.leader_election_id
+def configuration_name(options: Settings) -> str:
+    return options.webhooks.configuration_name or options.leader_election.id
 
 
 @dataclass(frozen=True)
@@ -71,15 +71,15 @@ class Placement:
     ca_secret: tuple[str, str] | None
 
 
-def placement(options: OperatorOptions, pod_namespace: str | None) -> Placement:
-    ca_secret = parse_secret(options.webhook_ca_secret) if options.webhook_ca_secret else None
-    if options.webhook_url:
-        host = urlsplit(options.webhook_url).hostname or LOOPBACK
+def placement(options: Settings, pod_namespace: str | None) -> Placement:
+    ca_secret = parse_secret(options.webhooks.ca_secret) if options.webhooks.ca_secret else None
+    if options.webhooks.url:
+        host = urlsplit(options.webhooks.url).hostname or LOOPBACK
         names = [host, "localhost", LOOPBACK]
-        return Placement(Endpoint(url=options.webhook_url), names, ca_secret)
+        return Placement(Endpoint(url=options.webhooks.url), names, ca_secret)
     service = None
-    if options.webhook_service:
-        service = parse_service(options.webhook_service)
+    if options.webhooks.service:
+        service = parse_service(options.webhooks.service)
     elif pod_namespace:
         service = (
             pod_namespace,
@@ -103,7 +103,7 @@ class WebhookService:
     def __init__(
         self,
         webhooks: Sequence[Webhook],
-        options: OperatorOptions,
+        options: Settings,
         *,
         host: RunnerHost,  # the manager's: its runs, its proxy
         metrics: Metrics,
@@ -125,28 +125,28 @@ class WebhookService:
         self._remove_on_stop = False
 
     async def start(self, api: ApiClient) -> None:
-        bind = parse_bind_address(self.options.webhook_bind_address)
+        bind = parse_bind_address(self.options.webhooks.bind_address)
         if bind is None or not self.webhooks:
             return
         where = placement(self.options, self.pod_namespace)
         lifetimes = tls.Lifetimes.from_environment()
-        if self.options.webhook_cert_dir is not None:
-            serving = tls.from_files(self.options.webhook_cert_dir)
+        if self.options.webhooks.cert_dir is not None:
+            serving = tls.from_files(self.options.webhooks.cert_dir)
         else:
             serving = await tls.operator_made(
                 api, where.ca_secret, where.names, self.scratch / "webhook-tls", lifetimes
             )
-        if self.options.webhook_client_ca is not None:
-            tls.require_client_certificates(serving.context, self.options.webhook_client_ca)
+        if self.options.webhooks.client_ca is not None:
+            tls.require_client_certificates(serving.context, self.options.webhooks.client_ca)
         self._api = api
-        cap = self.options.webhook_max_concurrent_runs or 2 * (os.cpu_count() or 1)
+        cap = self.options.webhooks.max_concurrent_runs or 2 * (os.cpu_count() or 1)
         self._runner = AdmissionRunner(options=self.options, host=self.host, slots=FairSlots(cap))
         self._server = WebhookServer(self.webhooks, self._admit, serving.context, *bind)
         self.bound = await self._server.start()
         if serving.watched:
             self._renewals = asyncio.create_task(serving.follow_renewals())
         self.endpoint = where.endpoint or Endpoint(url=f"https://{LOOPBACK}:{self.bound[1]}")
-        if not self.options.webhook_manage_configurations:
+        if not self.options.webhooks.manage_configurations:
             log.info(
                 "webhook configurations left to the manifests "
                 "(--webhook-manage-configurations=false)"
@@ -157,7 +157,7 @@ class WebhookService:
             log.warning(
                 "webhook configurations carry no caBundle: %s has no ca.crt (cert-manager's CA "
                 "injector, or whoever ships the configurations, must add it)",
-                self.options.webhook_cert_dir,
+                self.options.webhooks.cert_dir,
             )
         self._remove_on_stop = where.endpoint is None
         await configurations.remove_stale_configurations(
