@@ -1,2 +1,2 @@
-"""A generic controller (controller-runtime's): work queue, event handlers, predicates,
-finalizers. It knows nothing of Ansible."""
+"""A generic controller (controller-runtime's): work queue, workers, event handlers,
+predicates, finalizers; what a reconcile takes and gives."""
