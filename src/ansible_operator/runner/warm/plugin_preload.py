@@ -17,7 +17,8 @@ from ansible_operator.runner.warm.acceleration import Acceleration, Install, Pha
 
 NAME = "plugin-preload"
 # Our own callback plugins, on every run's callback path (warm.ansible_environment).
-OWN_CALLBACKS = Path(__file__).resolve().parent / "callback_plugins"
+# runner/callback_plugins: the plugins every run loads, warm or not.
+OWN_CALLBACKS = Path(__file__).resolve().parents[1] / "callback_plugins"
 PLUGINS = (
     ("strategy_loader", "linear"),
     ("action_loader", "normal"),
