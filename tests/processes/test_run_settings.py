@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from ansible_operator.collections import COLLECTIONS_PATH
-from ansible_operator.options import facts_skipped, unquoted
 from ansible_operator.runner import ansible_paths
 from ansible_operator.runner.warm.processes import ansible_environment
+from ansible_operator.settings.ansible import facts_skipped, unquoted
 
 
 @pytest.mark.parametrize(
