@@ -118,6 +118,12 @@ class OperatorProcess:
         except urllib.error.HTTPError as error:
             return error.code
 
+    def lease_identity(self, timeout: float = 60.0) -> str:
+        """The identity this replica campaigns for the leader Lease under (the
+        Lease's holderIdentity once it leads), as it announces it at start."""
+        pattern = r"waiting for leadership lease=\S+ identity=(\S+)"
+        return self.wait_for_log(pattern, timeout=timeout).group(1)
+
     def metric(self, name: str, **labels: str) -> float:
         """The operator's metric `name` (summed over series matching `labels`),
         read from its /metrics endpoint: started with `SERVE_METRICS`."""
