@@ -46,3 +46,11 @@ def test_a_series_never_incremented_reads_zero() -> None:
 def test_the_label_of_a_core_kind_names_the_core_group() -> None:
     assert SECRET == "core/v1/Secret"
     assert GREETING == "test.ansible-operator.io/v1alpha1/Greeting"
+
+
+def test_a_label_called_name_is_a_label() -> None:
+    metrics = Metrics()
+    metrics.resource_created_at.labels("hello", "ns", "g", "v1", "Greeting").set(7)
+    text = metrics.exposition().decode()
+    assert metric_value(text, "resource_created_at_seconds", name="hello", namespace="ns") == 7
+    assert metric_value(text, "resource_created_at_seconds", name="other") == 0

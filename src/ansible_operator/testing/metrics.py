@@ -7,7 +7,7 @@ import urllib.request
 from prometheus_client.parser import text_string_to_metric_families
 
 
-def metric_value(exposition: str, name: str, **labels: str) -> float:
+def metric_value(exposition: str, name: str, /, **labels: str) -> float:
     """The sum of the samples named `name` whose labels include `labels`.
 
     `name` is the sample's name as exposed (`..._total` for a counter,

@@ -124,7 +124,7 @@ class OperatorProcess:
         pattern = r"waiting for leadership lease=\S+ identity=(\S+)"
         return self.wait_for_log(pattern, timeout=timeout).group(1)
 
-    def metric(self, name: str, **labels: str) -> float:
+    def metric(self, name: str, /, **labels: str) -> float:
         """The operator's metric `name` (summed over series matching `labels`),
         read from its /metrics endpoint: started with `SERVE_METRICS`."""
         match = re.search(r"metrics server listening address=\('[\d.]+', (\d+)\)", self.logs)
