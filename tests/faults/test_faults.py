@@ -94,12 +94,12 @@ def test_api_server_stopped_for_10s_mid_run_then_everything_converges(
 def test_operator_killed_mid_run_then_restarted_converges_and_corrects_drift(
     start_operator: StartOperator, kube_api: client.ApiClient, kube_namespace: str
 ) -> None:
-    first = start_operator(args=[SERVE_METRICS])
+    first = start_operator()
     names = [f"k{i}" for i in range(4)]
     for name in names:
         create(kube_api, kube_namespace, "Work", name, value=name, sleep=4)
-    wait_for_a_run(first)
-    time.sleep(1)  # into the pause
+    # Into the pause: the one task a run is in shows in the log alone.
+    first.wait_for_log("task kind=Work .* task='Take a while'", timeout=60)
     assert first.process is not None
     processes = proctree.tree(first.process.pid)
     first.kill()
