@@ -13,7 +13,8 @@ import pytest
 from kubernetes import client
 
 from ansible_operator.cluster import Cluster
-from ansible_operator.testing.operator import OperatorProcess
+from ansible_operator.testing.metrics import gvk_label
+from ansible_operator.testing.operator import SERVE_METRICS, OperatorProcess
 from ansible_operator.testing.waiting import eventually, get_custom, wait_for_condition
 
 pytestmark = pytest.mark.cluster
@@ -22,6 +23,7 @@ OPERATOR = Path(__file__).resolve().parent.parent / "operator"
 GROUP, VERSION = "test.ansible-operator.io", "v1alpha1"
 OWNER_ANNOTATION = "operator-sdk/primary-resource"
 OWNER_TYPE_ANNOTATION = "operator-sdk/primary-resource-type"
+RUNS = "ansible_operator_run_duration_seconds_count"  # one observation per finished run
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +34,23 @@ def operator(
         OPERATOR / "watches.yaml",
         kube_cluster.kubeconfig,
         log_path=tmp_path_factory.mktemp("proxy-operator") / "operator.log",
+    ).start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def counted_operator(
+    kube_cluster: Cluster, test_crds: None, kube_namespace: str, tmp_path: Path
+) -> Iterator[OperatorProcess]:
+    """An operator over the test's namespace alone, serving metrics: its
+    run count is this test's runs, whatever else the cluster holds."""
+    process = OperatorProcess(
+        OPERATOR / "watches.yaml",
+        kube_cluster.kubeconfig,
+        log_path=tmp_path / "operator.log",
+        args=[SERVE_METRICS],
+        env={"WATCH_NAMESPACE": kube_namespace},
     ).start()
     yield process
     process.stop()
@@ -118,7 +137,7 @@ def test_manual_edit_of_a_dependent_is_put_back_and_a_deleted_one_recreated(
 
 
 def test_status_only_changes_of_a_dependent_do_not_rerun_the_owner(
-    operator: OperatorProcess, kube_api: client.ApiClient, kube_namespace: str
+    counted_operator: OperatorProcess, kube_api: client.ApiClient, kube_namespace: str
 ) -> None:
     stack(kube_api, kube_namespace, "quiet")
     reconciled(kube_api, kube_namespace, "quiet")
@@ -129,22 +148,21 @@ def test_status_only_changes_of_a_dependent_do_not_rerun_the_owner(
         lambda: deployment(kube_api, kube_namespace, "quiet").spec.replicas == 1,
         what="spec drift corrected",
     )
-    runs = f"run started kind=Stack namespace={kube_namespace} name=quiet"
-    settled = eventually(lambda: _stable_count(operator, runs), what="runs settled")
+    settled = eventually(lambda: _stable_runs(counted_operator), what="runs settled")
+    assert settled >= 2  # the first run and the drift's: the count is read
     apps.patch_namespaced_deployment_status(
         "quiet", kube_namespace, {"status": {"observedGeneration": 5, "replicas": 1}}
     )
-    time.sleep(3)
-    assert operator.logs.count(runs) == settled
+    time.sleep(3)  # the window a rerun would have started in
+    assert _runs(counted_operator) == settled
 
 
 def test_a_change_runs_its_owner_once_though_the_run_rewrites_its_dependent(
-    operator: OperatorProcess, kube_api: client.ApiClient, kube_namespace: str
+    counted_operator: OperatorProcess, kube_api: client.ApiClient, kube_namespace: str
 ) -> None:
     stack(kube_api, kube_namespace, "once", size=1)
     reconciled(kube_api, kube_namespace, "once")
-    runs = f"run started kind=Stack namespace={kube_namespace} name=once"
-    settled = eventually(lambda: _stable_count(operator, runs), what="runs settled")
+    settled = eventually(lambda: _stable_runs(counted_operator), what="runs settled")
 
     client.CustomObjectsApi(kube_api).patch_namespaced_custom_object(
         GROUP, VERSION, kube_namespace, "stacks", "once", {"spec": {"size": 3}}
@@ -153,14 +171,20 @@ def test_a_change_runs_its_owner_once_though_the_run_rewrites_its_dependent(
     assert deployment(kube_api, kube_namespace, "once").spec.replicas == 3
     # The run's own patch of the Deployment changes it; its change event is
     # no reason to run the owner a second time.
-    assert eventually(lambda: _stable_count(operator, runs), what="runs settled") == settled + 1
+    runs = eventually(lambda: _stable_runs(counted_operator), what="runs settled")
+    assert runs == settled + 1
 
 
-def _stable_count(operator: OperatorProcess, pattern: str) -> int | None:
-    """The number of matching log lines, once it has not changed for 2 s."""
-    before = operator.logs.count(pattern)
-    time.sleep(2)
-    return before if operator.logs.count(pattern) == before else None
+def _runs(operator: OperatorProcess) -> float:
+    """The Stack runs the operator finished, as its metrics count them."""
+    return operator.metric(RUNS, GVK=gvk_label(GROUP, VERSION, "Stack"))
+
+
+def _stable_runs(operator: OperatorProcess) -> float | None:
+    """The finished runs, once their count has not changed for 2 s."""
+    before = _runs(operator)
+    time.sleep(2)  # a window: no count is "settled" by any event
+    return before if _runs(operator) == before else None
 
 
 def test_cluster_scoped_and_cross_namespace_dependents_get_annotations_and_retrigger(

@@ -11,7 +11,7 @@ from greetings import GROUP, OPERATOR, VERSION, create, greeting, wait_successfu
 from kubernetes import client
 
 from ansible_operator.cluster import Cluster
-from ansible_operator.testing.operator import OperatorProcess
+from ansible_operator.testing.operator import SERVE_METRICS, OperatorProcess
 from ansible_operator.testing.waiting import get_custom
 
 pytestmark = pytest.mark.cluster
@@ -31,7 +31,7 @@ def test_watch_namespace_limits_what_is_reconciled(
         env={"WATCH_NAMESPACE": watched},
         # The rest of the suite runs the default (warm) runner mode; this
         # operator keeps the reference mode proven too.
-        args=["--runner-mode=reference"],
+        args=["--runner-mode=reference", SERVE_METRICS],
     )
     try:
         # Created before the operator starts; no other operator runs during
@@ -42,7 +42,10 @@ def test_watch_namespace_limits_what_is_reconciled(
         wait_successful(kube_api, watched, "here")
         obj = get_custom(kube_api, GROUP, VERSION, "greetings", other, "elsewhere")
         assert obj is not None and "status" not in obj
-        assert f"namespace={other}" not in process.logs
+        # What the operator reconciled, as its metrics list it: one series per object.
+        reconciled = "resource_created_at_seconds"
+        assert process.metric(reconciled, namespace=watched, name="here") > 0
+        assert process.metric(reconciled, namespace=other) == 0
     finally:
         process.stop()
         for name in (watched, other):

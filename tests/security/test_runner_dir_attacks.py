@@ -26,7 +26,8 @@ from attack_operator import (
 from kubernetes import client
 
 from ansible_operator.cluster import Cluster
-from ansible_operator.testing.operator import OperatorProcess
+from ansible_operator.testing.metrics import gvk_label
+from ansible_operator.testing.operator import SERVE_METRICS, OperatorProcess
 from ansible_operator.testing.waiting import eventually
 
 pytestmark = pytest.mark.cluster
@@ -42,7 +43,7 @@ def start_on(cluster: Cluster, runs: Path, log: Path, namespace: str) -> Operato
         cluster,
         log,
         mode="warm",
-        args=[f"--runner-dir={runs}", "--graceful-shutdown-timeout=1s"],
+        args=[f"--runner-dir={runs}", "--graceful-shutdown-timeout=1s", SERVE_METRICS],
         env={"WATCH_NAMESPACE": namespace},  # the other tests' objects are not its business
     )
 
@@ -138,8 +139,16 @@ def test_a_killed_operators_run_inputs_are_gone_when_the_next_one_starts(
     second = start_on(kube_cluster, runs, tmp_path / "second.log", kube_namespace)
     try:
         assert not any(path.exists() for path in left), "a killed run's inputs outlived it"
-        # Its own run of the object left alone is over: no run's inputs remain at all.
-        second.wait_for_log(rf"run succeeded kind=Escape namespace={kube_namespace} name=done")
+        # Its own run of the object left alone (the only one in its namespace)
+        # is over, as its metrics count runs: no run's inputs remain at all.
+        escape = gvk_label(GROUP, VERSION, "Escape")
+        eventually(
+            lambda: (
+                second.metric("ansible_operator_run_duration_seconds_count", GVK=escape) >= 1
+                and second.metric("ansible_operator_runs_in_flight", GVK=escape) == 0
+            ),
+            what="the second operator's run of `done` over",
+        )
         assert run_inputs(runs) == []
         assert [path for path in files_under(runs) if path.name in CREDENTIALS] == []
         assert set(kept) <= set((runs_of / "done" / "artifacts").iterdir()), "artifacts lost"

@@ -13,6 +13,11 @@ import time
 import urllib.request
 from pathlib import Path
 
+from ansible_operator.testing.metrics import metric_value, scrape
+
+# In `args`, so that `OperatorProcess.metric` has an endpoint to read.
+SERVE_METRICS = "--metrics-bind-address=127.0.0.1:0"
+
 
 class OperatorProcess:
     """`ansible-operator run` over a watches file, logging to a file.
@@ -112,6 +117,20 @@ class OperatorProcess:
                 return response.status
         except urllib.error.HTTPError as error:
             return error.code
+
+    def lease_identity(self, timeout: float = 60.0) -> str:
+        """The identity this replica campaigns for the leader Lease under (the
+        Lease's holderIdentity once it leads), as it announces it at start."""
+        pattern = r"waiting for leadership lease=\S+ identity=(\S+)"
+        return self.wait_for_log(pattern, timeout=timeout).group(1)
+
+    def metric(self, name: str, /, **labels: str) -> float:
+        """The operator's metric `name` (summed over series matching `labels`),
+        read from its /metrics endpoint: started with `SERVE_METRICS`."""
+        match = re.search(r"metrics server listening address=\('[\d.]+', (\d+)\)", self.logs)
+        if not match:
+            raise AssertionError(f"no metrics server: start the operator with {SERVE_METRICS}")
+        return metric_value(scrape(int(match.group(1))), name, **labels)
 
     def stop(self, timeout: float = 40.0) -> int | None:
         """SIGTERM (graceful), then SIGKILL the whole group after `timeout`."""
