@@ -7,49 +7,27 @@ Clients pick their source address in 127.0.0.0/8, so the server sees two peers."
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import ssl
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
-import aiohttp
 import pytest
 from aiohttp import web
 from tls_loopback import exchange
 
-from ansible_operator.project.webhook_entries import Webhook, WebhookRule
 from ansible_operator.serving import pki
 from ansible_operator.serving.http_limits import GuardedAppRunner, GuardedSite, ServerLimits
 from ansible_operator.webhooks import tls
 from ansible_operator.webhooks.admission_limits import FairSlots, PeerRate, SlotsBusy
-from ansible_operator.webhooks.review import AdmissionRequest, review_answer
-from ansible_operator.webhooks.server import WebhookServer
-
-API_SERVER, ATTACKER = "127.0.0.1", "127.0.0.2"
-WEBHOOK = Webhook(
-    name="check.example.com",
-    type="validating",
-    rules=(WebhookRule(("",), ("v1",), ("configmaps",), ("CREATE",)),),
-    role=Path("/roles/check"),
-    playbook=None,
+from webhook_port import (
+    API_SERVER,
+    ATTACKER,
+    client_context,
+    review_body,
+    serving_tls,
+    session_from,
+    webhook_server,
 )
-
-
-def review_body(uid: str = "u-1", obj: Any = None) -> bytes:
-    request = {
-        "uid": uid,
-        "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
-        "resource": {"group": "", "version": "v1", "resource": "configmaps"},
-        "namespace": "default",
-        "operation": "CREATE",
-        "object": obj if obj is not None else {"metadata": {"name": "c"}},
-    }
-    return json.dumps(
-        {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
-    ).encode()
 
 
 def review_with_object(object_json: str) -> bytes:
@@ -62,39 +40,7 @@ def nested(depth: int) -> str:
 
 @pytest.fixture(scope="module")
 def serving(tmp_path_factory: pytest.TempPathFactory) -> tls.ServingTls:
-    directory = tmp_path_factory.mktemp("webhook-tls")
-    return asyncio.run(tls.operator_made(None, None, [API_SERVER, "localhost"], directory))
-
-
-def client_context(serving: tls.ServingTls) -> ssl.SSLContext:
-    assert serving.ca_bundle is not None
-    return ssl.create_default_context(cadata=serving.ca_bundle.decode())
-
-
-@asynccontextmanager
-async def webhook_server(
-    serving: tls.ServingTls, slots: FairSlots, run_seconds: float, rate: PeerRate | None = None
-) -> AsyncIterator[tuple[WebhookServer, str]]:
-    """A webhook server whose 'run' holds a fair slot for `run_seconds`, as runs.py does."""
-
-    async def admit(webhook: Webhook, request: AdmissionRequest, peer: str) -> dict[str, Any]:
-        async with slots.reserve(peer):
-            await asyncio.sleep(run_seconds)
-        return review_answer({"uid": request.uid, "allowed": True})
-
-    server = WebhookServer([WEBHOOK], admit, serving.context, "127.0.0.1", 0, rate=rate)
-    host, port = await server.start()
-    try:
-        yield server, f"https://{host}:{port}{WEBHOOK.path}"
-    finally:
-        await server.stop()
-
-
-def session_from(
-    source: str, serving: tls.ServingTls, timeout: float = 30.0
-) -> aiohttp.ClientSession:
-    connector = aiohttp.TCPConnector(ssl=client_context(serving), local_addr=(source, 0))
-    return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=timeout))
+    return serving_tls(tmp_path_factory.mktemp("webhook-tls"))
 
 
 # ----- the TLS handshake ------------------------------------------------------------------
