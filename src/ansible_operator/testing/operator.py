@@ -124,13 +124,16 @@ class OperatorProcess:
         pattern = r"waiting for leadership lease=\S+ identity=(\S+)"
         return self.wait_for_log(pattern, timeout=timeout).group(1)
 
-    def metric(self, name: str, /, **labels: str) -> float:
-        """The operator's metric `name` (summed over series matching `labels`),
-        read from its /metrics endpoint: started with `SERVE_METRICS`."""
+    def exposition(self) -> str:
+        """The operator's /metrics, read once (it was started with `SERVE_METRICS`)."""
         match = re.search(r"metrics server listening address=\('[\d.]+', (\d+)\)", self.logs)
         if not match:
             raise AssertionError(f"no metrics server: start the operator with {SERVE_METRICS}")
-        return metric_value(scrape(int(match.group(1))), name, **labels)
+        return scrape(int(match.group(1)))
+
+    def metric(self, name: str, /, **labels: str) -> float:
+        """The operator's metric `name` (summed over series matching `labels`)."""
+        return metric_value(self.exposition(), name, **labels)
 
     def stop(self, timeout: float = 40.0) -> int | None:
         """SIGTERM (graceful), then SIGKILL the whole group after `timeout`."""
