@@ -4,8 +4,8 @@ A section is a frozen dataclass; each field's default is the setting's default a
 its metadata, made by `setting()`, says where a value comes from: the `run` flag(s)
 (with the help text, the parser and the metavar argparse shows), an environment
 variable that gives the flag its default, or the environment alone. The command
-line (settings/flags.py), the documentation test and the transition names all
-follow from these declarations, as watches.yaml keys follow from `watch_fields.option`.
+line (settings/flags.py) and the documentation test follow from these
+declarations, as watches.yaml keys follow from `project/watch_fields.option`.
 """
 
 from __future__ import annotations
