@@ -3,7 +3,6 @@ correction, garbage collection (test operator kind `Stack`, real kubernetes.core
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,20 +10,17 @@ from typing import Any
 
 import pytest
 from kubernetes import client
+from stacks import GROUP, VERSION, deployment, reconciled, stack
 
 from ansible_operator.cluster import Cluster
-from ansible_operator.testing.metrics import gvk_label, metric_value
-from ansible_operator.testing.operator import SERVE_METRICS, OperatorProcess
-from ansible_operator.testing.waiting import eventually, get_custom, wait_for_condition
+from ansible_operator.testing.operator import OperatorProcess
+from ansible_operator.testing.waiting import eventually, get_custom
 
 pytestmark = pytest.mark.cluster
 
 OPERATOR = Path(__file__).resolve().parent.parent / "operator"
-GROUP, VERSION = "test.ansible-operator.io", "v1alpha1"
 OWNER_ANNOTATION = "operator-sdk/primary-resource"
 OWNER_TYPE_ANNOTATION = "operator-sdk/primary-resource-type"
-RUNS = "ansible_operator_run_duration_seconds_count"  # one observation per finished run
-IN_FLIGHT = "ansible_operator_runs_in_flight"
 
 
 @pytest.fixture(scope="module")
@@ -38,60 +34,6 @@ def operator(
     ).start()
     yield process
     process.stop()
-
-
-@pytest.fixture
-def counted_operator(
-    kube_cluster: Cluster, test_crds: None, kube_namespace: str, tmp_path: Path
-) -> Iterator[OperatorProcess]:
-    """An operator over the test's namespace alone, serving metrics: its
-    run count is this test's runs, whatever else the cluster holds."""
-    process = OperatorProcess(
-        OPERATOR / "watches.yaml",
-        kube_cluster.kubeconfig,
-        log_path=tmp_path / "operator.log",
-        args=[SERVE_METRICS],
-        env={"WATCH_NAMESPACE": kube_namespace},
-    ).start()
-    yield process
-    process.stop()
-
-
-def stack(api: client.ApiClient, namespace: str, name: str, **spec: Any) -> dict[str, Any]:
-    return client.CustomObjectsApi(api).create_namespaced_custom_object(
-        GROUP,
-        VERSION,
-        namespace,
-        "stacks",
-        {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "Stack",
-            "metadata": {"name": name},
-            "spec": spec,
-        },
-    )
-
-
-def reconciled(api: client.ApiClient, namespace: str, name: str, generation: int = 1):
-    return wait_for_condition(
-        api,
-        GROUP,
-        VERSION,
-        "stacks",
-        namespace,
-        name,
-        "Successful",
-        predicate=lambda o: o["status"].get("observedGeneration") == generation,
-    )
-
-
-def deployment(api: client.ApiClient, namespace: str, name: str) -> client.V1Deployment | None:
-    try:
-        return client.AppsV1Api(api).read_namespaced_deployment(name, namespace)
-    except client.ApiException as error:
-        if error.status == 404:
-            return None
-        raise
 
 
 def controller_reference(obj: Any) -> Any:
@@ -135,62 +77,6 @@ def test_manual_edit_of_a_dependent_is_put_back_and_a_deleted_one_recreated(
         ),
         what="deleted Deployment recreated",
     )
-
-
-def test_status_only_changes_of_a_dependent_do_not_rerun_the_owner(
-    counted_operator: OperatorProcess, kube_api: client.ApiClient, kube_namespace: str
-) -> None:
-    stack(kube_api, kube_namespace, "quiet")
-    reconciled(kube_api, kube_namespace, "quiet")
-    apps = client.AppsV1Api(kube_api)
-    # The dependent watch is live: a spec edit is corrected.
-    apps.patch_namespaced_deployment("quiet", kube_namespace, {"spec": {"replicas": 3}})
-    eventually(
-        lambda: deployment(kube_api, kube_namespace, "quiet").spec.replicas == 1,
-        what="spec drift corrected",
-    )
-    settled = eventually(lambda: _stable_runs(counted_operator), what="runs settled")
-    assert settled >= 2  # the first run and the drift's: the count is read
-    apps.patch_namespaced_deployment_status(
-        "quiet", kube_namespace, {"status": {"observedGeneration": 5, "replicas": 1}}
-    )
-    time.sleep(3)  # the window a rerun would have started in
-    assert _runs(counted_operator) == settled
-
-
-def test_a_change_runs_its_owner_once_though_the_run_rewrites_its_dependent(
-    counted_operator: OperatorProcess, kube_api: client.ApiClient, kube_namespace: str
-) -> None:
-    stack(kube_api, kube_namespace, "once", size=1)
-    reconciled(kube_api, kube_namespace, "once")
-    settled = eventually(lambda: _stable_runs(counted_operator), what="runs settled")
-
-    client.CustomObjectsApi(kube_api).patch_namespaced_custom_object(
-        GROUP, VERSION, kube_namespace, "stacks", "once", {"spec": {"size": 3}}
-    )
-    reconciled(kube_api, kube_namespace, "once", generation=2)
-    assert deployment(kube_api, kube_namespace, "once").spec.replicas == 3
-    # The run's own patch of the Deployment changes it; its change event is
-    # no reason to run the owner a second time.
-    runs = eventually(lambda: _stable_runs(counted_operator), what="runs settled")
-    assert runs == settled + 1
-
-
-def _runs(operator: OperatorProcess) -> float:
-    """The Stack runs the operator started, as its metrics count them: those it
-    finished and those in flight (a run counts once it has begun, as a user
-    watching the object sees it start; under load a run ends seconds after the
-    write that shows it)."""
-    gvk = gvk_label(GROUP, VERSION, "Stack")
-    text = operator.exposition()  # both read from one scrape
-    return metric_value(text, RUNS, GVK=gvk) + metric_value(text, IN_FLIGHT, GVK=gvk)
-
-
-def _stable_runs(operator: OperatorProcess) -> float | None:
-    """The finished runs, once their count has not changed for 2 s."""
-    before = _runs(operator)
-    time.sleep(2)  # a window: no count is "settled" by any event
-    return before if _runs(operator) == before else None
 
 
 def test_cluster_scoped_and_cross_namespace_dependents_get_annotations_and_retrigger(
