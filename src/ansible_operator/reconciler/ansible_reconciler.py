@@ -34,7 +34,7 @@ from ansible_operator.runner.plan import new_ident
 from ansible_operator.runner.result import RunResult
 from ansible_operator.runner.run import Runner, object_fields, plan_for
 from ansible_operator.settings import Settings
-from ansible_operator.settings.precedence import Overrides, effective
+from ansible_operator.settings.precedence import effective
 
 log = logging.getLogger("ansible_operator.controller")
 
@@ -107,6 +107,9 @@ class AnsibleReconciler:
             self._warned[key] = settings.warnings
             for warning in settings.warnings:
                 await self._event(obj, "AnnotationAdjusted", warning, warning=True)
+        options = self.shared.options
+        # Annotation over watch over flag, resolved once for the run and the requeue.
+        resolved = effective(self.watch, options.runs, options.ansible, settings)
 
         if (
             not deleting
@@ -149,10 +152,9 @@ class AnsibleReconciler:
             plan = plan_for(
                 self.watch,
                 obj,
-                self.shared.options,
+                options,
+                resolved,
                 deleting=deleting,
-                verbosity=settings.verbosity,
-                keep_artifacts=settings.max_runner_artifacts,
                 ident=new_ident(),
             )
             result = await self.shared.runner.run(plan)
@@ -172,11 +174,11 @@ class AnsibleReconciler:
                 return Outcome(run=result)
             obj = remaining
 
-        return await self._report(obj, result, settings)
+        return await self._report(obj, result, resolved.reconcile_period)
 
     # ----- reporting ---------------------------------------------------------
     async def _report(
-        self, obj: dict[str, Any], result: RunResult, annotated: Overrides
+        self, obj: dict[str, Any], result: RunResult, reconcile_period: float
     ) -> Outcome:
         stats = result.stats
         ansible_result = (
@@ -205,9 +207,7 @@ class AnsibleReconciler:
                 )
             period = result.requeue_after  # the role's requeue_after wins
             if period is None:
-                options = self.shared.options
-                period = effective(self.watch, options.runs, options.ansible, annotated)
-                period = period.reconcile_period
+                period = reconcile_period
             return Outcome(requeue_after=period, run=result)
         await self._fail(
             obj,

@@ -21,7 +21,7 @@ from ansible_operator.runner import rundir
 from ansible_operator.runner.plan import RunPlan
 from ansible_operator.runner.result import RunResult
 from ansible_operator.settings import Settings
-from ansible_operator.settings.precedence import Effective, Overrides, effective
+from ansible_operator.settings.precedence import Effective
 
 
 class Runner(Protocol):
@@ -53,14 +53,6 @@ def owner_of(watch: Watch, obj: Mapping[str, Any]) -> Owner:
     )
 
 
-def settings_for(
-    watch: Watch, options: Settings, verbosity: int | None, keep_artifacts: int | None
-) -> Effective:
-    """The object's annotations (None: not given), over the watch's, over the flags."""
-    overrides = Overrides(verbosity=verbosity, max_runner_artifacts=keep_artifacts)
-    return effective(watch, options.runs, options.ansible, overrides)
-
-
 def what_to_play(watch: Watch, deleting: bool) -> tuple[Path | None, Path | None]:
     """(role, playbook): a finalizer's own role or playbook when it has one."""
     finalizer = watch.finalizer if deleting else None
@@ -86,17 +78,14 @@ def plan_for(
     watch: Watch,
     obj: Mapping[str, Any],
     options: Settings,
+    settings: Effective,
     *,
     deleting: bool = False,
-    verbosity: int | None = None,
-    keep_artifacts: int | None = None,
     ident: str,
 ) -> RunPlan:
     """The run of `obj` (as the controller last wrote it): its finalizer run when
-    `deleting`; `verbosity` and `keep_artifacts` are the object's own settings
-    from its annotations (None: the watch's, then the operator's)."""
+    `deleting`; `settings` are the object's, resolved (settings/precedence.py)."""
     owner = owner_of(watch, obj)
-    settings = settings_for(watch, options, verbosity, keep_artifacts)
     role, playbook = what_to_play(watch, deleting)
     ansible_args = options.ansible.args
     if options.ansible.check_mode:

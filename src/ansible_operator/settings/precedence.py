@@ -1,7 +1,8 @@
 """Which value an object's runs use: its annotation, else its watch's, else the operator's flag.
 
-The one place this order lives. The reconciler, the runner and the manager ask
-`effective()`; the annotation parser asks `artifacts_kept()`.
+The one place this order lives. The reconciler asks `effective()` once per
+reconcile (the run's plan and the requeue both read that answer), the manager for
+the watches' workers; the annotation parser asks `artifacts_kept()`.
 """
 
 from __future__ import annotations
