@@ -15,6 +15,8 @@ the KubeConfig knows its files and takes the new settings in place, under a new
 from __future__ import annotations
 
 import asyncio
+import copy
+import dataclasses
 import hashlib
 import logging
 import os
@@ -170,6 +172,13 @@ class KubeConfig:
                 previous,
             )
             return True
+
+    def for_another_loop(self) -> KubeConfig:
+        """A copy for an API client on another thread's event loop (leader
+        election's): its own reload lock (an asyncio lock serves one loop) and
+        its own look at the files, so that each copy sees a change and follows
+        it; the same credentials, whose renewal is thread-safe."""
+        return dataclasses.replace(self, files=copy.copy(self.files))
 
     async def auth_headers(self) -> dict[str, str]:
         """Authorization for the next request, renewed when its source says so,

@@ -353,10 +353,13 @@ class LeaderElector:
             },
         }
 
-    async def release(self) -> None:
-        """On a clean shutdown, hand the Lease over at once instead of letting it expire."""
+    def stop_renewing(self) -> None:
         if self._renewer is not None:
             self._renewer.cancel()
+
+    async def release(self) -> None:
+        """On a clean shutdown, hand the Lease over at once instead of letting it expire."""
+        self.stop_renewing()
         if self.lost.is_set():
             return
         try:

@@ -34,7 +34,7 @@ from ansible_operator.kube.informer import EventListener
 from ansible_operator.kube.types import Resource
 from ansible_operator.manager.api_health import ApiServerHealth
 from ansible_operator.manager.dependents import DependentWatches
-from ansible_operator.manager.leader import LeaderElector
+from ansible_operator.manager.leader_thread import LeaderElectionThread
 from ansible_operator.manager.metrics_auth import (
     MetricsAuthorizer,
     metrics_address,
@@ -42,6 +42,7 @@ from ansible_operator.manager.metrics_auth import (
     server_tls,
 )
 from ansible_operator.manager.unserved import UnservedKinds
+from ansible_operator.observability.loop_watchdog import LoopWatchdog
 from ansible_operator.observability.metrics import Metrics
 from ansible_operator.project.watches import Watch, Webhook
 from ansible_operator.proxy.server import ApiProxy
@@ -185,9 +186,12 @@ class Manager:
         # mkdtemp creates it 0700: the event socket inside is ours alone.
         scratch = Path(tempfile.mkdtemp(prefix="ansible-operator-"))
         runner_root = self.options.runs.runner_dir or scratch / "runs"
-        elector: LeaderElector | None = None
+        elector: LeaderElectionThread | None = None
         prober: asyncio.Task[None] | None = None
         host: RunnerHost | None = None
+        # From its own thread: how late this loop runs (probes, events, the proxy wait as long).
+        watchdog = LoopWatchdog(self.metrics)
+        watchdog.start()
         try:
             async with ApiClient(
                 config, trace_configs=[self.metrics.request_counter("operator")]
@@ -233,8 +237,10 @@ class Manager:
                 if self.webhooks:
                     await self._start_webhooks(api, scratch, host)
                 if self.options.leader_election.enabled:
-                    elector = LeaderElector(
-                        api,
+                    # On a thread of its own: renewal never waits for this loop.
+                    elector = LeaderElectionThread(
+                        config,
+                        trace_configs=[self.metrics.request_counter("operator")],
                         name=self.options.leader_election.id,
                         namespace=self._leader_namespace(),
                         lease_duration=self.options.leader_election.lease_duration,
@@ -271,6 +277,7 @@ class Manager:
                     await elector.release()
                 return 1 if lost else 0
         finally:
+            watchdog.stop()
             if self.webhook_service is not None:
                 await self.webhook_service.stop()
             if prober is not None:

@@ -20,6 +20,8 @@ from prometheus_client.registry import Collector
 from ansible_operator import __version__
 from ansible_operator.observability.user_metrics import UserMetrics
 
+# The event loop's lag: from "on time" to "a probe would time out".
+LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 RUN_BUCKETS = (0.25, 0.5, 1, 2, 3, 5, 8, 13, 21, 34, 60, 120, 300, 600)
 
 
@@ -70,6 +72,23 @@ class Metrics:
         self.proxy_cache_hits = Counter(
             "ansible_operator_proxy_cache_hits",
             "Reads of runs answered from the operator's cache instead of the API server",
+            registry=r,
+        )
+        # observability/loop_watchdog.py
+        self.event_loop_lag = Histogram(
+            "ansible_operator_event_loop_lag_seconds",
+            "How late the operator's event loop ran a heartbeat asked for every 0.25s",
+            buckets=LAG_BUCKETS,
+            registry=r,
+        )
+        self.event_loop_blocked = Counter(
+            "ansible_operator_event_loop_blocked_seconds",
+            "Seconds the event loop was blocked: the sum of heartbeat lags of 0.1s or more",
+            registry=r,
+        )
+        self.event_loop_blocked_max = Gauge(
+            "ansible_operator_event_loop_blocked_seconds_max",
+            "The longest the event loop was blocked since the operator started, in seconds",
             registry=r,
         )
         self._user = UserMetrics(r)
