@@ -16,7 +16,7 @@ from ansible_operator.testing.waiting import eventually
 OPERATOR = Path(__file__).resolve().parent / "operator"
 GROUP, VERSION = "faults.ansible-operator.io", "v1alpha1"
 PLURALS = {"Work": "works", "Hang": "hangs", "Chatty": "chatties"}
-PLURALS |= {"Secretive": "secretives", "Echo": "echoes"}
+PLURALS |= {"Secretive": "secretives", "Echo": "echoes", "Burn": "burns"}
 KINDS = CustomKinds(GROUP, VERSION, PLURALS)
 
 StartOperator = Callable[..., OperatorProcess]

@@ -5,6 +5,7 @@ against the real API server, with a standby ready to take over."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from pathlib import Path
 
@@ -103,3 +104,32 @@ async def test_the_attack_ends_a_leader_that_renews_on_the_blocked_loop(
             standing_by.cancel()
             leader.stop_renewing()
             await other.release()
+
+
+async def test_a_leader_that_loses_the_lease_while_its_loop_is_wedged_exits(
+    kube_cluster: Cluster, kube_api: client.ApiClient, kube_namespace: str
+) -> None:
+    """The loss cannot reach a loop that never runs: the election thread ends the
+    process itself (os._exit(1) in the operator; recorded here) within a lease
+    duration, so this replica's runs do not go on beside the new leader's."""
+    wedged = threading.Event()
+    leader = LeaderElectionThread(
+        load_config(kube_cluster.kubeconfig),
+        name=LEASE,
+        namespace=kube_namespace,
+        identity="leader",
+        on_wedged=wedged.set,
+        **DURATIONS,
+    )
+    await asyncio.wait_for(leader.acquire(), 30)
+    try:
+        # The attack, all while the loop is held: another holder takes the Lease.
+        leases = client.CoordinationV1Api(kube_api)
+        leases.patch_namespaced_lease(
+            LEASE, kube_namespace, {"spec": {"holderIdentity": "intruder"}}
+        )
+        exited_while_held = wedged.wait(BLOCK + DURATIONS["lease_duration"])
+        assert exited_while_held, "the election thread waited for a loop that never ran"
+        await asyncio.wait_for(leader.lost.wait(), 10)  # and the loop hears it once it runs
+    finally:
+        await leader.release()

@@ -12,6 +12,7 @@ import pytest
 from ansible_operator.observability.loop_watchdog import LoopWatchdog
 from ansible_operator.observability.metrics import Metrics
 from ansible_operator.testing.metrics import metric_value
+from ansible_operator.testing.waiting import eventually
 
 BLOCK = 1.5
 
@@ -30,12 +31,12 @@ async def test_a_blocked_loop_is_measured_exposed_and_logged_with_its_culprit(
     try:
         hold_the_loop_with_a_blocking_call()
         # The watchdog's heartbeat runs now that the loop is free: wait for its record.
-        async with asyncio.timeout(10):
-            while (
-                metric_value(exposition(metrics), "ansible_operator_event_loop_blocked_seconds_max")
-                < 1
-            ):
-                await asyncio.sleep(0.05)
+        await asyncio.to_thread(
+            eventually,
+            lambda: metric(metrics, "ansible_operator_event_loop_blocked_seconds_max") >= 1,
+            timeout=10,
+            what="the block recorded",
+        )
     finally:
         watchdog.stop()
     text = exposition(metrics)
@@ -55,12 +56,12 @@ async def test_a_free_loop_counts_no_blocked_time() -> None:
     watchdog = LoopWatchdog(metrics, interval=0.01)
     watchdog.start()
     try:
-        async with asyncio.timeout(10):
-            while (
-                metric_value(exposition(metrics), "ansible_operator_event_loop_lag_seconds_count")
-                < 5
-            ):
-                await asyncio.sleep(0.01)
+        await asyncio.to_thread(
+            eventually,
+            lambda: metric(metrics, "ansible_operator_event_loop_lag_seconds_count") >= 5,
+            timeout=10,
+            what="five heartbeats",
+        )
     finally:
         watchdog.stop()
     # A busy test machine may delay a heartbeat; a free loop is never late by seconds.
@@ -69,3 +70,7 @@ async def test_a_free_loop_counts_no_blocked_time() -> None:
 
 def exposition(metrics: Metrics) -> str:
     return metrics.exposition().decode()
+
+
+def metric(metrics: Metrics, name: str) -> float:
+    return metric_value(exposition(metrics), name)
