@@ -93,11 +93,14 @@ class LoopWatchdog:
             self._loop.call_soon_threadsafe(heartbeat)
         except RuntimeError:
             return None
-        if not ran.wait(self.warn_after):
-            self._blocked_now(asked_at)
-            while not ran.wait(self.interval):
-                if self._stopping.is_set() or self._loop.is_closed():
-                    return None
+        warned = False
+        while not ran.wait(self.interval):
+            # A stop from the loop's own thread blocks it: never wait for it here.
+            if self._stopping.is_set() or self._loop.is_closed():
+                return None
+            if not warned and time.monotonic() - asked_at >= self.warn_after:
+                self._blocked_now(asked_at)
+                warned = True
         return ran_at[0] - asked_at
 
     def _blocked_now(self, since: float) -> None:
