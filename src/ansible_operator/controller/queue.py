@@ -7,6 +7,9 @@
 - `add_after(item, delay)` schedules an add; the earliest pending time wins.
 - Per-item exponential backoff for failures (`add_rate_limited`), reset by
   `forget()` after a success.
+- Memory follows the live items: an item done and forgotten holds nothing; a
+  delayed add that an earlier add replaced leaves a stale entry in the timer
+  heap, and the heap is rebuilt once stale entries outnumber live ones.
 """
 
 from __future__ import annotations
@@ -68,7 +71,8 @@ class WorkQueue(Generic[T]):
     def add(self, item: T) -> None:
         if self._shutting_down:
             return
-        self._waiting_due.pop(item, None)
+        if self._waiting_due.pop(item, None) is not None:
+            self._drop_stale_waiting()
         if item in self._processing:
             self._dirty.add(item)
             return
@@ -91,7 +95,20 @@ class WorkQueue(Generic[T]):
             return
         self._waiting_due[item] = due
         heapq.heappush(self._waiting, (due, next(self._sequence), item))
+        self._drop_stale_waiting()
         self._arm_timer()
+
+    def _drop_stale_waiting(self) -> None:
+        """Rebuild the heap without the entries no longer due (replaced or
+        cancelled by an add), once they are the majority: an object
+        reconciled every minute with a reconcile period of hours would else
+        leave one entry per reconcile until its time came."""
+        if len(self._waiting) <= 2 * len(self._waiting_due):
+            return
+        self._waiting = [
+            entry for entry in self._waiting if self._waiting_due.get(entry[2]) == entry[0]
+        ]
+        heapq.heapify(self._waiting)
 
     def add_rate_limited(self, item: T) -> float:
         delay = self.backoff.next_delay(item)

@@ -88,6 +88,15 @@ class InformerCache:
             return None
         return CachedKindView(informer)
 
+    def held(self) -> dict[str, tuple[int, int]]:
+        """Objects and estimated bytes each informer holds, by informer name
+        (informers of one kind under several label selectors add up)."""
+        held: dict[str, tuple[int, int]] = {}
+        for informer in list(self._informers.values()):
+            objects, size = held.get(informer.name, (0, 0))
+            held[informer.name] = (objects + informer.held_objects, size + informer.held_bytes)
+        return held
+
     async def wait_synced(self) -> None:
         for informer in list(self._informers.values()):
             await informer.wait_synced()

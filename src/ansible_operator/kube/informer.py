@@ -12,6 +12,11 @@ and telling its listeners what changed.
   the wait ends early when the kubeconfig changes.
 - A changed kubeconfig (kube/config.py): relist, since the new server may be
   another cluster whose resourceVersions mean nothing here.
+- The store keeps each object without managedFields and the last-applied
+  annotation (kube/transform.py): listeners see that shared copy; `get` and
+  `list` put them back, answering as the server would.
+- Memory held is counted as objects come and go (`held_objects`,
+  `held_bytes`), so reporting it costs nothing per object.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any
 
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.kube.selectors import field_predicate, label_predicate
+from ansible_operator.kube.transform import Removed, restore, transform
 from ansible_operator.kube.types import Resource
 
 log = logging.getLogger("ansible_operator.informer")
@@ -34,12 +40,16 @@ StoreKey = tuple[str, str]  # namespace ("" when cluster-scoped), name
 
 BACKOFF_START = 0.5
 BACKOFF_MAX = 30.0
+YIELD_EVERY = 500  # objects transformed in a relist between two turns of the event loop
 WATCH_TIMEOUT = (240, 480)  # seconds; spread so informers do not all reconnect together
 
 
 def _key(obj: dict[str, Any]) -> StoreKey:
     metadata = obj.get("metadata") or {}
     return (metadata.get("namespace") or "", metadata.get("name") or "")
+
+
+_Written = tuple[int, dict[str, Any] | None, Removed | None]  # version, object, its remainder
 
 
 def _version(obj: dict[str, Any] | None) -> int | None:
@@ -72,10 +82,13 @@ class Informer:
         self._listeners: list[EventListener] = [on_event] if on_event is not None else []
         self.name = name or f"{resource.group or 'core'}/{resource.version}/{resource.plural}"
         self._store: dict[StoreKey, dict[str, Any]] = {}
+        # Per stored object: its estimated bytes, and what the transform took.
+        self._held: dict[StoreKey, tuple[int, Removed | None]] = {}
+        self._held_bytes = 0
         # Read-your-writes: what runs wrote (or deleted: None) through the proxy,
         # until the watch catches up. Kept apart from the store, so the watch's
         # events still compare the true previous state with the new one.
-        self._written: dict[StoreKey, tuple[int, dict[str, Any] | None]] = {}
+        self._written: dict[StoreKey, _Written] = {}
         self._synced_namespaces: set[str | None] = set()
         self._synced = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -124,17 +137,19 @@ class Informer:
 
     # ----- reads ------------------------------------------------------------
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """The object as the server has it (what the transform took put back)."""
         key = (namespace or "", name)
         stored = self._store.get(key)
         written = self._written.get(key)
-        if written is None:
-            return stored
-        version, obj = written
-        stored_version = _version(stored)
-        if stored_version is not None and stored_version >= version:
+        if written is not None:
+            version, obj, removed = written
+            stored_version = _version(stored)
+            if stored_version is None or stored_version < version:
+                return None if obj is None else restore(obj, removed)
             del self._written[key]  # the watch has caught up
-            return stored
-        return obj
+        if stored is None:
+            return None
+        return restore(stored, self._held[key][1])
 
     def list(
         self,
@@ -161,6 +176,15 @@ class Informer:
     def __len__(self) -> int:
         return len(self._store)
 
+    @property
+    def held_objects(self) -> int:
+        return len(self._store)
+
+    @property
+    def held_bytes(self) -> int:
+        """Estimated bytes of the stored objects (kube/transform.py `transform`)."""
+        return self._held_bytes
+
     def remember(self, obj: dict[str, Any], *, deleted: bool = False) -> None:
         """Write-through from the proxy: what a run just wrote (or deleted) is
         read back at once, before the watch delivers it. Never hides a newer copy."""
@@ -171,7 +195,14 @@ class Informer:
         newest = _version(self.get(*key))
         if newest is not None and newest > new_version:
             return
-        self._written[key] = (new_version, None if deleted else obj)
+        if deleted:
+            self._written[key] = (new_version, None, None)
+            return
+        obj = dict(obj, metadata=dict(obj.get("metadata") or {}))  # the caller's stays whole
+        if isinstance(obj["metadata"].get("annotations"), dict):
+            obj["metadata"]["annotations"] = dict(obj["metadata"]["annotations"])
+        kept, removed, _ = transform(obj)
+        self._written[key] = (new_version, kept, removed)
 
     # ----- the loop ---------------------------------------------------------
     async def _run(self, namespace: str | None) -> None:
@@ -225,14 +256,16 @@ class Informer:
         for item in listing.get("items") or []:
             item.setdefault("apiVersion", self.resource.api_version)
             item.setdefault("kind", self.resource.kind)
-            fresh[_key(item)] = item
+            fresh[_key(item)] = transform(item)
+            if len(fresh) % YIELD_EVERY == 0:
+                await asyncio.sleep(0)  # a list of thousands: other tasks run meanwhile
         scope = [key for key in self._store if namespace is None or key[0] == namespace]
         for key in scope:
             if key not in fresh:
-                self._dispatch("DELETED", self._store.pop(key), None)
-        for key, item in fresh.items():
+                self._dispatch("DELETED", self._drop(key), None)
+        for key, (item, removed, size) in fresh.items():
             old = self._store.get(key)
-            self._store[key] = item
+            self._put(key, item, removed, size)
             if old is None:
                 self._dispatch("ADDED", None, item)
             elif _version(old) != _version(item):
@@ -254,18 +287,41 @@ class Informer:
             return version
         obj.setdefault("apiVersion", self.resource.api_version)
         obj.setdefault("kind", self.resource.kind)
+        obj, removed, size = transform(obj)
         key = _key(obj)
         old = self._store.get(key)
         if kind == "DELETED":
-            self._store.pop(key, None)
-            written = self._written.get(key)
-            if written is not None and written[0] <= (_version(obj) or 0):
-                del self._written[key]
+            self._drop(key)
+            self._forget_written(key, _version(obj))
             self._dispatch("DELETED", old, obj)
         elif kind in ("ADDED", "MODIFIED"):
-            self._store[key] = obj
+            self._put(key, obj, removed, size)
             self._dispatch("ADDED" if old is None else "MODIFIED", old, obj)
         return version
+
+    # ----- the store ----------------------------------------------------------
+    def _put(self, key: StoreKey, obj: dict[str, Any], removed: Removed | None, size: int) -> None:
+        if key in self._store:
+            self._drop(key)
+        self._store[key] = obj
+        self._held[key] = (size, removed)
+        self._held_bytes += size
+        self._forget_written(key, _version(obj))
+
+    def _drop(self, key: StoreKey) -> dict[str, Any] | None:
+        obj = self._store.pop(key, None)
+        if obj is not None:
+            size, _ = self._held.pop(key)
+            self._held_bytes -= size
+            self._forget_written(key, _version(obj))
+        return obj
+
+    def _forget_written(self, key: StoreKey, seen: int | None) -> None:
+        """The watch has delivered `seen`: a write it covers is no longer
+        needed (else its copy would stay until someone read the key)."""
+        written = self._written.get(key)
+        if written is not None and seen is not None and written[0] <= seen:
+            del self._written[key]
 
     def _dispatch(self, kind: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         for listener in list(self._listeners):

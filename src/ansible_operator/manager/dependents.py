@@ -172,6 +172,12 @@ class DependentWatches:
 
     def _listener(self, key: KindKey) -> EventListener:
         def on_event(event: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+            if event != "MODIFIED":
+                # A create's own version comes back as ADDED, which re-queues no one:
+                # nothing would ever take it out of `_own_writes` but eviction.
+                found = _version_of(key, new)
+                if found is not None:
+                    self._own_writes.pop(found, None)
             for kind, owner_key in requests_for_owners(event, old, new, list(self._following[key])):
                 self._deliver(key, event, new, kind, owner_key)
 

@@ -212,6 +212,7 @@ class Manager:
                 # webhooks' too: started before the election, as the webhooks are.
                 self.mapper = RestMapper(api)
                 self.cache = InformerCache(api, self.options.watching.namespaces)
+                self.metrics.track_cache(self.cache.held)
                 self.dependents = DependentWatches(self.cache)
                 self.proxy = ApiProxy(
                     config,

@@ -93,6 +93,7 @@ class Metrics:
         )
         self._user = UserMetrics(r)
         self._accelerations: _AccelerationCollector | None = None
+        self._cache: _CacheCollector | None = None
 
     def track_accelerations(
         self, enabled: Mapping[str, bool], read_hits: Callable[[], Mapping[str, int]]
@@ -104,6 +105,15 @@ class Metrics:
             self.registry.register(self._accelerations)
         self._accelerations.enabled = dict(enabled)
         self._accelerations.read_hits = read_hits
+
+    def track_cache(self, read_held: Callable[[], Mapping[str, tuple[int, int]]]) -> None:
+        """The informers' stores: objects and estimated bytes held per informer,
+        read at each scrape (each informer keeps its totals as objects come
+        and go, so a scrape costs nothing per object)."""
+        if self._cache is None:
+            self._cache = _CacheCollector()
+            self.registry.register(self._cache)
+        self._cache.read_held = read_held
 
     def forget_object(self, name: str, namespace: str, group: str, version: str, kind: str) -> None:
         """A deleted object's series go: without this, every object ever
@@ -157,3 +167,26 @@ class _AccelerationCollector(Collector):
         for name, count in self.read_hits().items():
             hits.add_metric([name], float(count))
         yield hits
+
+
+class _CacheCollector(Collector):
+    def __init__(self) -> None:
+        self.read_held: Callable[[], Mapping[str, tuple[int, int]]] = dict
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        objects = GaugeMetricFamily(
+            "ansible_operator_cache_objects",
+            "Objects an informer's store holds",
+            labels=["informer"],
+        )
+        size = GaugeMetricFamily(
+            "ansible_operator_cache_bytes",
+            "Estimated bytes an informer's store holds (sys.getsizeof of each stored "
+            "object's dicts, lists and strings, counted once when stored)",
+            labels=["informer"],
+        )
+        for informer, (count, held) in sorted(self.read_held().items()):
+            objects.add_metric([informer], float(count))
+            size.add_metric([informer], float(held))
+        yield objects
+        yield size

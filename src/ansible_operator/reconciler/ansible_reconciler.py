@@ -102,9 +102,13 @@ class AnsibleReconciler:
         except AnnotationError as error:
             await self._fail(obj, str(error), reason="InvalidAnnotation")
             return Outcome(retry=True)
-        if self._warned.get(key) != settings.warnings:
+        if self._warned.get(key, ()) != settings.warnings:
             # Once per object and distinct warning: reconciles may come every second.
-            self._warned[key] = settings.warnings
+            # Only objects with warnings hold an entry (thousands of objects have none).
+            if settings.warnings:
+                self._warned[key] = settings.warnings
+            else:
+                del self._warned[key]
             for warning in settings.warnings:
                 await self._event(obj, "AnnotationAdjusted", warning, warning=True)
         options = self.shared.options
