@@ -1,0 +1,388 @@
+"""A cap on the runner directory's bytes and files: the oldest artifacts go first.
+
+    budget = DiskBudget(root, Limits(max_bytes=2**30, max_files=50_000))
+    budget.rescan()                   the whole directory walked: the tally from scratch
+                                      (at start, then now and then: see RESCAN_INTERVAL)
+    budget.reserve(ident)             before a run: room held for what it will write,
+    budget.prune(in_flight)           made by pruning the oldest artifacts
+    budget.release(ident)             after it: its room given back, its subject's
+    budget.settle(artifacts, ident)   artifacts listed again (the run's measured),
+    budget.prune(in_flight)           and pruned to the cap again
+
+Usage is what the disk gives: a file or directory is one inode ("file") and
+its allocated blocks ("bytes"), as `du` and the kubelet's ephemeral-storage
+accounting count them. The tally is kept as runs end, so no run walks more
+than its own subject's artifacts; a full walk happens only in `rescan`.
+
+What is pruned, in this order, until the tally and the room held for runs in
+flight fit both limits:
+
+1. artifact directories that are not their subject's newest, oldest first
+   (a user opens the last run of an object; older ones are history);
+2. only if that is not enough, the newest ones too, those whose run is the
+   oldest first: objects not reconciled for longest, deleted ones among them.
+
+Never the artifacts of a run in flight (its ident is in `in_flight`), and
+never anything but artifact directories: a run's inputs live under
+`.private/`, which this module does not touch. A subject left with no
+artifact goes with its empty directories.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import itertools
+import os
+import shutil
+import stat
+import threading
+import time
+from collections import deque
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ARTIFACTS = "artifacts"  # runner/rundir.py's: <subject>/artifacts/<ident>
+PRIVATE = ".private"  # runs' inputs: never counted as artifacts, never pruned
+RESCAN_INTERVAL = 600.0  # seconds between full walks, to undo drift (files others wrote)
+RECENT_RUNS = 32  # runs whose size predicts the next one's
+
+
+@dataclass(frozen=True)
+class Usage:
+    bytes: int = 0
+    files: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.bytes + other.bytes, self.files + other.files)
+
+    def __sub__(self, other: Usage) -> Usage:
+        return Usage(self.bytes - other.bytes, self.files - other.files)
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_bytes: int | None = None  # None: no cap
+    max_files: int | None = None
+
+    @property
+    def unlimited(self) -> bool:
+        return self.max_bytes is None and self.max_files is None
+
+    def exceeded_by(self, usage: Usage) -> str | None:
+        """Which limit `usage` is over ("size" or "files"), None when it fits."""
+        if self.max_bytes is not None and usage.bytes > self.max_bytes:
+            return "size"
+        if self.max_files is not None and usage.files > self.max_files:
+            return "files"
+        return None
+
+
+def entry_usage(status: os.stat_result) -> Usage:
+    return Usage(status.st_blocks * 512, 1)
+
+
+def measure(path: Path) -> Usage:
+    """`path` and everything under it (links not followed); 0 if it is gone."""
+    try:
+        status = path.lstat()
+    except OSError:
+        return Usage()
+    total = entry_usage(status)
+    folders = [path] if stat.S_ISDIR(status.st_mode) else []
+    while folders:
+        try:
+            with os.scandir(folders.pop()) as entries:
+                for entry in entries:
+                    with contextlib.suppress(OSError):
+                        total += entry_usage(entry.stat(follow_symlinks=False))
+                        if entry.is_dir(follow_symlinks=False):
+                            folders.append(Path(entry.path))
+        except OSError:
+            continue
+    return total
+
+
+@dataclass
+class Artifact:
+    """One run's artifact directory, as the tally knows it."""
+
+    path: Path  # <root>/<subject>/artifacts/<ident>
+    time: float  # when its run ended (its mtime, when found by a rescan)
+    usage: Usage
+    seq: int = 0  # tells this record from an older one of the same path in the heaps
+
+    @property
+    def ident(self) -> str:
+        return self.path.name
+
+    @property
+    def subject(self) -> Path:
+        """Its subject's artifacts directory."""
+        return self.path.parent
+
+
+@dataclass
+class Pruned:
+    """What one `prune` removed, and why."""
+
+    reason: str | None = None  # "size" or "files": the limit that was exceeded
+    artifacts: list[Artifact] = field(default_factory=list)
+    freed: Usage = Usage()
+    newest: int = 0  # of `artifacts`, how many were their subject's newest
+    still_over: bool = False  # nothing more could go (runs in flight hold the rest)
+
+
+class DiskBudget:
+    """The runner directory's tally and the pruning that keeps it under `limits`.
+    Thread-safe: the host calls it from worker threads."""
+
+    def __init__(self, root: Path, limits: Limits) -> None:
+        self.root = root
+        self.limits = limits
+        self._lock = threading.Lock()
+        self._seq = itertools.count(1)
+        self._artifacts: dict[Path, Artifact] = {}
+        self._subjects: dict[Path, dict[str, Artifact]] = {}
+        self._older: list[tuple[float, int, Path]] = []  # not their subject's newest
+        self._latest: list[tuple[float, int, Path]] = []  # their subject's newest
+        self._artifact_usage = Usage()
+        self._other = Usage()  # directories above the artifacts, inputs, the lock file
+        self._reserved: dict[str, Usage] = {}  # room held for each run in flight
+        self._recent: deque[Usage] = deque(maxlen=RECENT_RUNS)
+        self.last_rescan: float | None = None  # time.monotonic() of the last full walk
+
+    # ----- what the tally says --------------------------------------------------
+    @property
+    def usage(self) -> Usage:
+        """The runner directory as the tally knows it (room held not included)."""
+        return self._artifact_usage + self._other
+
+    @property
+    def reserved(self) -> Usage:
+        return sum(self._reserved.values(), Usage())
+
+    def artifacts(self) -> list[Artifact]:
+        """Every artifact directory the tally knows, oldest first."""
+        with self._lock:
+            return sorted(self._artifacts.values(), key=lambda artifact: artifact.time)
+
+    def expected_run(self) -> Usage:
+        """What the next run's artifacts are expected to take: the largest of
+        the recent runs' (a run's size is its role's, much the same each time)."""
+        if not self._recent:
+            return Usage()
+        return Usage(
+            max(usage.bytes for usage in self._recent),
+            max(usage.files for usage in self._recent),
+        )
+
+    # ----- the full walk ----------------------------------------------------------
+    def rescan(self) -> Usage:
+        """Walk the whole runner directory: the tally from scratch. The artifacts
+        of runs in flight are counted too (their run settles them again)."""
+        with self._lock:
+            self._clear()
+            other = measure_entry(self.root)
+            found: list[Artifact] = []
+            for folder, directories, files in os.walk(self.root):
+                here = Path(folder)
+                holds_artifacts = here.name == ARTIFACTS and PRIVATE not in here.parts
+                for name in (*directories, *files):
+                    try:
+                        status = os.lstat(here / name)
+                    except OSError:
+                        continue
+                    if holds_artifacts and stat.S_ISDIR(status.st_mode):
+                        found.append(Artifact(here / name, status.st_mtime, Usage()))
+                    else:
+                        other += entry_usage(status)
+                # An artifact directory is measured whole, as a run's end measures it.
+                if holds_artifacts:
+                    directories[:] = []
+            for artifact in found:
+                artifact.usage = measure(artifact.path)
+                self._add(artifact)
+            self._other = other
+            if not self._recent and found:
+                self._recent.extend(artifact.usage for artifact in found[-RECENT_RUNS:])
+            self.last_rescan = time.monotonic()
+            return self.usage
+
+    def rescan_due(self) -> bool:
+        return self.last_rescan is None or time.monotonic() - self.last_rescan > RESCAN_INTERVAL
+
+    # ----- a run -------------------------------------------------------------------
+    def reserve(self, ident: str) -> Usage:
+        """Hold room for run `ident`'s artifacts until `release`."""
+        with self._lock:
+            room = self.expected_run()
+            self._reserved[ident] = room
+            return room
+
+    def release(self, ident: str) -> None:
+        with self._lock:
+            self._reserved.pop(ident, None)
+
+    def settle(self, subject: Path, ident: str, *, in_flight: Collection[str] = ()) -> Usage:
+        """After run `ident` of `subject` (its artifacts directory) ended: list the
+        subject's artifact directories again (ansible-runner's and the host's
+        rotation removed some), measure the run's. Returns the run's usage."""
+        try:
+            names = {entry.name for entry in os.scandir(subject) if entry.is_dir()}
+        except OSError:
+            names = set()
+        with self._lock:
+            known = self._subjects.get(subject, {})
+            if not known and names:
+                # A new subject: its directory and its artifacts directory.
+                self._other += measure_entry(subject) + measure_entry(subject.parent)
+            for gone in set(known) - names:
+                self._forget(known[gone])
+            run = Usage()
+            for name in names:
+                if name in known and name != ident:
+                    continue
+                if name != ident and name in in_flight:
+                    continue  # its own run settles it
+                path = subject / name
+                usage = measure(path)
+                if name == ident:
+                    run = usage
+                    self._recent.append(usage)
+                if name in known:
+                    self._forget(known[name])
+                self._add(Artifact(path, time.time() if name == ident else _mtime(path), usage))
+            return run
+
+    # ----- pruning -----------------------------------------------------------------
+    def prune(self, in_flight: Collection[str] = ()) -> Pruned:
+        """Remove the oldest artifacts until the tally plus the room held for
+        runs in flight fits the limits; never those of a run in `in_flight`."""
+        with self._lock:
+            pruned = Pruned(reason=self.limits.exceeded_by(self.usage + self.reserved))
+            if pruned.reason is None:
+                return pruned
+            for heap, newest in ((self._older, False), (self._latest, True)):
+                held: list[tuple[float, int, Path]] = []
+                for item, artifact in self._oldest(heap, newest):
+                    if self.limits.exceeded_by(self.usage + self.reserved) is None:
+                        heapq.heappush(heap, item)
+                        break
+                    if artifact.ident in in_flight:
+                        held.append(item)
+                        continue
+                    self._remove(artifact)
+                    pruned.artifacts.append(artifact)
+                    pruned.freed += artifact.usage
+                    pruned.newest += newest
+                for item in held:
+                    heapq.heappush(heap, item)
+            pruned.still_over = self.limits.exceeded_by(self.usage + self.reserved) is not None
+            return pruned
+
+    def _oldest(
+        self, heap: list[tuple[float, int, Path]], newest: bool
+    ) -> Iterator[tuple[tuple[float, int, Path], Artifact]]:
+        """Pop the heap's valid records, oldest first. A record is stale once its
+        artifact is gone, or when it is (no longer) its subject's newest."""
+        while heap:
+            item = heapq.heappop(heap)
+            artifact = self._artifacts.get(item[2])
+            if artifact is None or artifact.seq != item[1]:
+                continue
+            is_newest = self._newest_of(artifact.subject) is artifact
+            if is_newest != newest:
+                if is_newest:  # it became the newest: phase 2's
+                    heapq.heappush(self._latest, item)
+                continue
+            yield item, artifact
+
+    # ----- the tally's bookkeeping ----------------------------------------------------
+    def _clear(self) -> None:
+        self._artifacts.clear()
+        self._subjects.clear()
+        self._older.clear()
+        self._latest.clear()
+        self._artifact_usage = Usage()
+        self._other = Usage()
+
+    def _newest_of(self, subject: Path) -> Artifact | None:
+        artifacts = self._subjects.get(subject)
+        if not artifacts:
+            return None
+        return max(artifacts.values(), key=lambda artifact: (artifact.time, artifact.seq))
+
+    def _add(self, artifact: Artifact) -> None:
+        if len(self._older) + len(self._latest) > 2 * len(self._artifacts) + 1024:
+            self._compact()
+        artifact.seq = next(self._seq)
+        previous = self._newest_of(artifact.subject)
+        self._artifacts[artifact.path] = artifact
+        self._subjects.setdefault(artifact.subject, {})[artifact.ident] = artifact
+        self._artifact_usage += artifact.usage
+        item = (artifact.time, artifact.seq, artifact.path)
+        if previous is None or (artifact.time, artifact.seq) > (previous.time, previous.seq):
+            heapq.heappush(self._latest, item)
+            if previous is not None:
+                heapq.heappush(self._older, (previous.time, previous.seq, previous.path))
+        else:
+            heapq.heappush(self._older, item)
+
+    def _compact(self) -> None:
+        """The heaps rebuilt from the tally: records go stale as artifacts are
+        rotated and become older, and are dropped only when popped."""
+        self._older.clear()
+        self._latest.clear()
+        for subject in self._subjects:
+            newest = self._newest_of(subject)
+            for artifact in self._subjects[subject].values():
+                heap = self._latest if artifact is newest else self._older
+                heap.append((artifact.time, artifact.seq, artifact.path))
+        heapq.heapify(self._older)
+        heapq.heapify(self._latest)
+
+    def _forget(self, artifact: Artifact) -> None:
+        if self._artifacts.get(artifact.path) is not artifact:
+            return
+        del self._artifacts[artifact.path]
+        self._artifact_usage -= artifact.usage
+        subject = self._subjects.get(artifact.subject, {})
+        subject.pop(artifact.ident, None)
+        if not subject:
+            self._subjects.pop(artifact.subject, None)
+
+    def _remove(self, artifact: Artifact) -> None:
+        shutil.rmtree(artifact.path, ignore_errors=True)
+        self._forget(artifact)
+        if artifact.subject not in self._subjects:
+            self._other -= self._remove_empty_dirs(artifact.subject)
+
+    def _remove_empty_dirs(self, directory: Path) -> Usage:
+        """A subject with no artifact left: its empty directories go, up to the root."""
+        freed = Usage()
+        while directory != self.root and self.root in directory.parents:
+            try:
+                usage = measure_entry(directory)
+                directory.rmdir()
+            except OSError:
+                break
+            freed += usage
+            directory = directory.parent
+        return freed
+
+
+def measure_entry(path: Path) -> Usage:
+    """`path` alone (one inode), not what is under it."""
+    try:
+        return entry_usage(path.lstat())
+    except OSError:
+        return Usage()
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.lstat().st_mtime
+    except OSError:
+        return time.time()
