@@ -157,9 +157,25 @@ def test_a_ended_run_is_counted_and_what_rotation_removed_forgotten(tmp_path: Pa
 def test_a_new_objects_directories_are_counted_when_its_first_run_ends(tmp_path: Path) -> None:
     write_run(subject(tmp_path, "a"), "a1", at=1000)
     budget = budget_over(tmp_path)
-    write_run(subject(tmp_path, "new"), "n1", at=1001)
-    budget.settle(subject(tmp_path, "new"), "n1")
+    elsewhere = tmp_path / "other.example.com" / "v2" / "Thing" / "ns2" / "new" / "artifacts"
+    write_run(elsewhere, "n1", at=1001)
+    budget.settle(elsewhere, "n1")
     assert budget.usage == measure(tmp_path)
+    # Pruned whole, its directories go and the tally follows.
+    budget.limits = Limits(max_files=measure(tmp_path).files - 1)
+    write_run(subject(tmp_path, "a"), "a2", at=1002)
+    budget.settle(subject(tmp_path, "a"), "a2")
+    assert [artifact.ident for artifact in budget.prune().artifacts] == ["a1", "n1"]
+    assert not (tmp_path / "other.example.com").exists()
+    assert budget.usage == measure(tmp_path)
+
+
+def test_the_directory_a_run_in_flight_writes_to_stays_even_empty(tmp_path: Path) -> None:
+    write_run(subject(tmp_path, "a"), "a1", at=1000)
+    budget = budget_over(tmp_path, max_files=1)
+    budget.prune(in_flight={"a2"}, busy={subject(tmp_path, "a")})
+    assert subject(tmp_path, "a").is_dir()
+    assert list(subject(tmp_path, "a").iterdir()) == []
 
 
 def test_room_is_made_before_a_run_for_what_it_is_expected_to_write(tmp_path: Path) -> None:

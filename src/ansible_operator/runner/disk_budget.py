@@ -3,7 +3,8 @@
     budget = DiskBudget(root, Limits(max_bytes=2**30, max_files=50_000))
     budget.rescan()                   the whole directory walked: the tally from scratch
                                       (at start, then now and then: see RESCAN_INTERVAL)
-    budget.reserve(ident)             before a run: room held for what it will write,
+    budget.reserve(ident, inputs)     before a run: room held for its inputs and what
+                                      it will write,
     budget.prune(in_flight)           made by pruning the oldest artifacts
     budget.release(ident)             after it: its room given back, its subject's
     budget.settle(artifacts, ident)   artifacts listed again (the run's measured),
@@ -149,6 +150,7 @@ class DiskBudget:
         self._latest: list[tuple[float, int, Path]] = []  # their subject's newest
         self._artifact_usage = Usage()
         self._other = Usage()  # directories above the artifacts, inputs, the lock file
+        self._dirs: set[Path] = set()  # the directories above the artifacts counted in _other
         self._reserved: dict[str, Usage] = {}  # room held for each run in flight
         self._recent: deque[Usage] = deque(maxlen=RECENT_RUNS)
         self.last_rescan: float | None = None  # time.monotonic() of the last full walk
@@ -196,8 +198,10 @@ class DiskBudget:
                         continue
                     if holds_artifacts and stat.S_ISDIR(status.st_mode):
                         found.append(Artifact(here / name, status.st_mtime, Usage()))
-                    else:
-                        other += entry_usage(status)
+                        continue
+                    other += entry_usage(status)
+                    if stat.S_ISDIR(status.st_mode) and PRIVATE not in here.parts:
+                        self._dirs.add(here / name)
                 # An artifact directory is measured whole, as a run's end measures it.
                 if holds_artifacts:
                     directories[:] = []
@@ -214,10 +218,11 @@ class DiskBudget:
         return self.last_rescan is None or time.monotonic() - self.last_rescan > RESCAN_INTERVAL
 
     # ----- a run -------------------------------------------------------------------
-    def reserve(self, ident: str) -> Usage:
-        """Hold room for run `ident`'s artifacts until `release`."""
+    def reserve(self, ident: str, inputs: Usage = Usage()) -> Usage:
+        """Hold room for run `ident` until `release`: its `inputs` (its private
+        directory, which the tally does not count) and its artifacts to come."""
         with self._lock:
-            room = self.expected_run()
+            room = self.expected_run() + inputs
             self._reserved[ident] = room
             return room
 
@@ -236,8 +241,7 @@ class DiskBudget:
         with self._lock:
             known = self._subjects.get(subject, {})
             if not known and names:
-                # A new subject: its directory and its artifacts directory.
-                self._other += measure_entry(subject) + measure_entry(subject.parent)
+                self._count_dirs_up_to_root(subject)
             for gone in set(known) - names:
                 self._forget(known[gone])
             run = Usage()
@@ -257,9 +261,10 @@ class DiskBudget:
             return run
 
     # ----- pruning -----------------------------------------------------------------
-    def prune(self, in_flight: Collection[str] = ()) -> Pruned:
+    def prune(self, in_flight: Collection[str] = (), busy: Collection[Path] = ()) -> Pruned:
         """Remove the oldest artifacts until the tally plus the room held for
-        runs in flight fits the limits; never those of a run in `in_flight`."""
+        runs in flight fits the limits; never those of a run in `in_flight`,
+        nor the (maybe empty) artifacts directories `busy` runs will write to."""
         with self._lock:
             pruned = Pruned(reason=self.limits.exceeded_by(self.usage + self.reserved))
             if pruned.reason is None:
@@ -273,7 +278,7 @@ class DiskBudget:
                     if artifact.ident in in_flight:
                         held.append(item)
                         continue
-                    self._remove(artifact)
+                    self._remove(artifact, keep_dirs=artifact.subject in busy)
                     pruned.artifacts.append(artifact)
                     pruned.freed += artifact.usage
                     pruned.newest += newest
@@ -300,6 +305,15 @@ class DiskBudget:
             yield item, artifact
 
     # ----- the tally's bookkeeping ----------------------------------------------------
+    def _count_dirs_up_to_root(self, directory: Path) -> None:
+        """A new subject's directories, and those above it no other subject had."""
+        while directory != self.root and self.root in directory.parents:
+            if directory in self._dirs:
+                return
+            self._dirs.add(directory)
+            self._other += measure_entry(directory)
+            directory = directory.parent
+
     def _clear(self) -> None:
         self._artifacts.clear()
         self._subjects.clear()
@@ -307,6 +321,7 @@ class DiskBudget:
         self._latest.clear()
         self._artifact_usage = Usage()
         self._other = Usage()
+        self._dirs.clear()
 
     def _newest_of(self, subject: Path) -> Artifact | None:
         artifacts = self._subjects.get(subject)
@@ -353,10 +368,10 @@ class DiskBudget:
         if not subject:
             self._subjects.pop(artifact.subject, None)
 
-    def _remove(self, artifact: Artifact) -> None:
+    def _remove(self, artifact: Artifact, *, keep_dirs: bool) -> None:
         shutil.rmtree(artifact.path, ignore_errors=True)
         self._forget(artifact)
-        if artifact.subject not in self._subjects:
+        if artifact.subject not in self._subjects and not keep_dirs:
             self._other -= self._remove_empty_dirs(artifact.subject)
 
     def _remove_empty_dirs(self, directory: Path) -> Usage:
@@ -368,7 +383,9 @@ class DiskBudget:
                 directory.rmdir()
             except OSError:
                 break
-            freed += usage
+            if directory in self._dirs:
+                self._dirs.discard(directory)
+                freed += usage
             directory = directory.parent
         return freed
 

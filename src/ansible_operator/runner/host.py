@@ -26,10 +26,10 @@ import logging
 import shutil
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ansible_operator.observability.metrics import Metrics
-from ansible_operator.runner import cgroups, priority, rundir
+from ansible_operator.runner import cgroups, disk_budget, priority, rundir
 from ansible_operator.runner.access import AccessProvider
 from ansible_operator.runner.disk_budget import RESCAN_INTERVAL, DiskBudget, Limits, Pruned
 from ansible_operator.runner.event_plugin import SOCKET_ENV, TOKEN_ENV
@@ -50,6 +50,15 @@ log = logging.getLogger("ansible_operator.controller")
 warm_log = logging.getLogger("ansible_operator.manager")
 
 LiveOutput = Callable[[str], None]
+
+
+class Flying(NamedTuple):
+    """Runs in flight, as the runner directory's cap must spare them."""
+
+    idents: frozenset[str]  # their artifacts are never pruned
+    dirs: frozenset[Path]  # their artifacts directories stay, even empty
+
+
 PRUNED_LINES = 20  # artifact directories named one by one per prune; the rest counted
 
 
@@ -107,6 +116,7 @@ class RunnerHost:
         self._run_groups: cgroups.RunGroups | None = None
         self._runner_dir: rundir.RunnerDirClaim | None = None
         self._in_flight: set[str] = set()  # idents whose artifacts must stay
+        self._busy: dict[str, Path] = {}  # a run in flight's artifacts directory, by ident
         limits = Limits(options.runs.runner_dir_max_size, options.runs.runner_dir_max_files)
         # None: no cap, and no tally (nor its walk of the directory at start).
         self.disk: DiskBudget | None = None if limits.unlimited else DiskBudget(runner_root, limits)
@@ -118,7 +128,7 @@ class RunnerHost:
         self._runner_dir = await asyncio.to_thread(rundir.claim, self.runner_root)
         if self.disk is not None:
             # What earlier operators left counts, and may be over a lowered cap.
-            await asyncio.to_thread(self._rescan)
+            await asyncio.to_thread(self._rescan, self._flying())
             self._rescans = asyncio.create_task(self._rescan_now_and_then())
         await self.receiver.start()
         if self.contain:
@@ -196,8 +206,6 @@ class RunnerHost:
         self._in_flight.add(plan.ident)
         run_dir: rundir.RunDir | None = None
         try:
-            if self.disk is not None:
-                await asyncio.to_thread(self._make_room, plan)
             run_dir = rundir.prepare(
                 self.runner_root / plan.subject,
                 extravars=plan.extravars,
@@ -208,6 +216,7 @@ class RunnerHost:
                 interpreter=warm.interpreter if warm else None,
                 private=rundir.private_root(self.runner_root),
             )
+            self._busy[plan.ident] = run_dir.artifacts
             spec = RunSpec(
                 run_dir=run_dir,
                 role=plan.role,
@@ -224,6 +233,8 @@ class RunnerHost:
                 memory_limit=options.runs.run_memory_limit,
             )
             async with self._slot(plan):
+                if self.disk is not None:  # in the slot: room for runs that run, not wait
+                    await asyncio.to_thread(self._make_room, plan, run_dir, self._flying())
                 result = await execute(
                     spec,
                     summary,
@@ -234,12 +245,13 @@ class RunnerHost:
             self.receiver.close_channel(channel)
             access.revoke()
             self._in_flight.discard(plan.ident)
+            self._busy.pop(plan.ident, None)
             if run_dir is not None:
                 rundir.remove_secrets(run_dir)
                 if self._rotates_after(plan):
                     await asyncio.to_thread(self._rotate, run_dir, plan.keep_artifacts)
             if self.disk is not None:
-                await asyncio.to_thread(self._settle, plan, run_dir, frozenset(self._in_flight))
+                await asyncio.to_thread(self._settle, plan, run_dir, self._flying())
         if plan.capped:
             self._report(plan, result)
         return result
@@ -291,23 +303,27 @@ class RunnerHost:
                 shutil.rmtree(entry, ignore_errors=True)
 
     # ----- the runner directory's cap (runner/disk_budget.py) -----------------
-    def _make_room(self, plan: RunPlan) -> None:
-        """Before a run: room held for its artifacts, the oldest pruned to make it."""
-        assert self.disk is not None
-        self.disk.reserve(plan.ident)
-        self._pruned(self.disk.prune(frozenset(self._in_flight)), plan)
+    def _flying(self) -> Flying:
+        """The runs in flight (their artifacts stay) and their artifacts
+        directories (they stay, even empty), read on the event loop."""
+        return Flying(frozenset(self._in_flight), frozenset(self._busy.values()))
 
-    def _settle(
-        self, plan: RunPlan, run_dir: rundir.RunDir | None, in_flight: frozenset[str]
-    ) -> None:
+    def _make_room(self, plan: RunPlan, run_dir: rundir.RunDir, flying: Flying) -> None:
+        """Before a run: room held for its inputs and artifacts, the oldest pruned
+        to make it."""
+        assert self.disk is not None
+        self.disk.reserve(plan.ident, disk_budget.measure(run_dir.path))
+        self._pruned(self.disk.prune(flying.idents, flying.dirs), plan)
+
+    def _settle(self, plan: RunPlan, run_dir: rundir.RunDir | None, flying: Flying) -> None:
         """After a run: its room given back, what it wrote counted, the cap kept."""
         assert self.disk is not None
         self.disk.release(plan.ident)
         if run_dir is not None:
-            self.disk.settle(run_dir.artifacts, plan.ident, in_flight=in_flight)
-        self._pruned(self.disk.prune(in_flight), plan)
+            self.disk.settle(run_dir.artifacts, plan.ident, in_flight=flying.idents)
+        self._pruned(self.disk.prune(flying.idents, flying.dirs), plan)
 
-    def _rescan(self) -> None:
+    def _rescan(self, flying: Flying) -> None:
         assert self.disk is not None
         usage = self.disk.rescan()
         log.info(
@@ -317,7 +333,7 @@ class RunnerHost:
             usage.files,
             len(self.disk.artifacts()),
         )
-        self._pruned(self.disk.prune(frozenset(self._in_flight)), None)
+        self._pruned(self.disk.prune(flying.idents, flying.dirs), None)
 
     async def _rescan_now_and_then(self) -> None:
         """The tally walked afresh now and then: files it did not see written
@@ -325,7 +341,7 @@ class RunnerHost:
         while True:
             await asyncio.sleep(RESCAN_INTERVAL)
             try:
-                await asyncio.to_thread(self._rescan)
+                await asyncio.to_thread(self._rescan, self._flying())
             except OSError as error:
                 log.warning(
                     "runner directory not measured runner_dir=%s error=%s", self.runner_root, error
