@@ -111,10 +111,14 @@ def test_artifacts_of_a_run_in_flight_are_never_pruned(tmp_path: Path) -> None:
     write_run(subject(tmp_path, "a"), "a2", at=1000)
     write_run(subject(tmp_path, "b"), "b1", at=1001)
     budget = budget_over(tmp_path, max_files=1)
-    pruned = budget.prune(in_flight={"running"})
+    budget.begin("running", subject(tmp_path, "a"))
+    pruned = budget.prune()
     assert left(tmp_path) == {"a/running"}
     assert pruned.still_over  # what is left is the running run's
     assert {artifact.ident for artifact in pruned.artifacts} == {"a2", "b1"}
+    # Once it ended, its artifacts are like any other's.
+    budget.settle(subject(tmp_path, "a"), "running")
+    assert [artifact.ident for artifact in budget.prune().artifacts] == ["running"]
 
 
 def test_the_size_cap_prunes_by_bytes(tmp_path: Path) -> None:
@@ -173,7 +177,8 @@ def test_a_new_objects_directories_are_counted_when_its_first_run_ends(tmp_path:
 def test_the_directory_a_run_in_flight_writes_to_stays_even_empty(tmp_path: Path) -> None:
     write_run(subject(tmp_path, "a"), "a1", at=1000)
     budget = budget_over(tmp_path, max_files=1)
-    budget.prune(in_flight={"a2"}, busy={subject(tmp_path, "a")})
+    budget.begin("a2", subject(tmp_path, "a"))
+    budget.prune()
     assert subject(tmp_path, "a").is_dir()
     assert list(subject(tmp_path, "a").iterdir()) == []
 
@@ -185,11 +190,11 @@ def test_room_is_made_before_a_run_for_what_it_is_expected_to_write(tmp_path: Pa
     run = one_run(tmp_path)
     budget = budget_over(tmp_path, max_files=measure(tmp_path).files)
     assert budget.prune().artifacts == []  # at the cap, not over
+    budget.begin("b2", subject(tmp_path, "b"))
     assert budget.reserve("b2") == run  # the largest recent run's
-    pruned = budget.prune(in_flight={"b2"})
+    pruned = budget.prune()
     assert [artifact.ident for artifact in pruned.artifacts] == ["a1"]
     # The run wrote what was expected: after it, the directory is at the cap again.
-    budget.release("b2")
     write_run(subject(tmp_path, "b"), "b2", at=1003)
     budget.settle(subject(tmp_path, "b"), "b2")
     assert budget.prune().artifacts == []

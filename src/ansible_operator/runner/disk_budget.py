@@ -3,12 +3,12 @@
     budget = DiskBudget(root, Limits(max_bytes=2**30, max_files=50_000))
     budget.rescan()                   the whole directory walked: the tally from scratch
                                       (at start, then now and then: see RESCAN_INTERVAL)
-    budget.reserve(ident, inputs)     before a run: room held for its inputs and what
-                                      it will write,
-    budget.prune(in_flight)           made by pruning the oldest artifacts
-    budget.release(ident)             after it: its room given back, its subject's
-    budget.settle(artifacts, ident)   artifacts listed again (the run's measured),
-    budget.prune(in_flight)           and pruned to the cap again
+    budget.begin(ident, artifacts)    a run's directories made: from now on in flight
+    budget.reserve(ident, inputs)     as it starts: room held for its inputs and what
+    budget.prune()                    it will write, made by pruning the oldest artifacts
+    budget.settle(artifacts, ident)   after it: no longer in flight, its subject's
+                                      artifacts listed again (the run's measured),
+    budget.prune()                    and pruned to the cap again
 
 Usage is what the disk gives: a file or directory is one inode ("file") and
 its allocated blocks ("bytes"), as `du` and the kubelet's ephemeral-storage
@@ -23,8 +23,8 @@ flight fit both limits:
 2. only if that is not enough, the newest ones too, those whose run is the
    oldest first: objects not reconciled for longest, deleted ones among them.
 
-Never the artifacts of a run in flight (its ident is in `in_flight`), and
-never anything but artifact directories: a run's inputs live under
+Never the artifacts of a run in flight, nor the artifacts directory it will
+write to (even empty), and never anything but artifact directories: a run's inputs live under
 `.private/`, which this module does not touch. A subject left with no
 artifact goes with its empty directories.
 """
@@ -40,7 +40,7 @@ import stat
 import threading
 import time
 from collections import deque
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -152,6 +152,10 @@ class DiskBudget:
         self._other = Usage()  # directories above the artifacts, inputs, the lock file
         self._dirs: set[Path] = set()  # the directories above the artifacts counted in _other
         self._reserved: dict[str, Usage] = {}  # room held for each run in flight
+        # Runs in flight and the artifacts directory each writes to. Their own lock,
+        # held only for an instant or one removal: `begin` is called on the event loop.
+        self._flight_lock = threading.Lock()
+        self._in_flight: dict[str, Path] = {}
         self._recent: deque[Usage] = deque(maxlen=RECENT_RUNS)
         self.last_rescan: float | None = None  # time.monotonic() of the last full walk
 
@@ -218,6 +222,11 @@ class DiskBudget:
         return self.last_rescan is None or time.monotonic() - self.last_rescan > RESCAN_INTERVAL
 
     # ----- a run -------------------------------------------------------------------
+    def begin(self, ident: str, artifacts: Path) -> None:
+        """Run `ident` will write to `artifacts`: neither goes until it `settle`s."""
+        with self._flight_lock:
+            self._in_flight[ident] = artifacts
+
     def reserve(self, ident: str, inputs: Usage = Usage()) -> Usage:
         """Hold room for run `ident` until `release`: its `inputs` (its private
         directory, which the tally does not count) and its artifacts to come."""
@@ -226,19 +235,20 @@ class DiskBudget:
             self._reserved[ident] = room
             return room
 
-    def release(self, ident: str) -> None:
+    def settle(self, subject: Path, ident: str) -> Usage:
+        """After run `ident` of `subject` (its artifacts directory) ended: its room
+        given back, the subject's artifact directories listed again (ansible-runner's
+        and the host's rotation removed some), the run's measured. Returns the
+        run's usage."""
         with self._lock:
             self._reserved.pop(ident, None)
-
-    def settle(self, subject: Path, ident: str, *, in_flight: Collection[str] = ()) -> Usage:
-        """After run `ident` of `subject` (its artifacts directory) ended: list the
-        subject's artifact directories again (ansible-runner's and the host's
-        rotation removed some), measure the run's. Returns the run's usage."""
-        try:
-            names = {entry.name for entry in os.scandir(subject) if entry.is_dir()}
-        except OSError:
-            names = set()
-        with self._lock:
+            with self._flight_lock:
+                self._in_flight.pop(ident, None)
+                in_flight = set(self._in_flight)
+            try:
+                names = {entry.name for entry in os.scandir(subject) if entry.is_dir()}
+            except OSError:
+                names = set()
             known = self._subjects.get(subject, {})
             if not known and names:
                 self._count_dirs_up_to_root(subject)
@@ -261,10 +271,10 @@ class DiskBudget:
             return run
 
     # ----- pruning -----------------------------------------------------------------
-    def prune(self, in_flight: Collection[str] = (), busy: Collection[Path] = ()) -> Pruned:
+    def prune(self) -> Pruned:
         """Remove the oldest artifacts until the tally plus the room held for
-        runs in flight fits the limits; never those of a run in `in_flight`,
-        nor the (maybe empty) artifacts directories `busy` runs will write to."""
+        runs in flight fits the limits; never those of a run in flight, nor
+        the (maybe empty) artifacts directory one will write to."""
         with self._lock:
             pruned = Pruned(reason=self.limits.exceeded_by(self.usage + self.reserved))
             if pruned.reason is None:
@@ -275,10 +285,9 @@ class DiskBudget:
                     if self.limits.exceeded_by(self.usage + self.reserved) is None:
                         heapq.heappush(heap, item)
                         break
-                    if artifact.ident in in_flight:
+                    if not self._remove_unless_in_flight(artifact):
                         held.append(item)
                         continue
-                    self._remove(artifact, keep_dirs=artifact.subject in busy)
                     pruned.artifacts.append(artifact)
                     pruned.freed += artifact.usage
                     pruned.newest += newest
@@ -368,11 +377,18 @@ class DiskBudget:
         if not subject:
             self._subjects.pop(artifact.subject, None)
 
-    def _remove(self, artifact: Artifact, *, keep_dirs: bool) -> None:
-        shutil.rmtree(artifact.path, ignore_errors=True)
-        self._forget(artifact)
-        if artifact.subject not in self._subjects and not keep_dirs:
-            self._other -= self._remove_empty_dirs(artifact.subject)
+    def _remove_unless_in_flight(self, artifact: Artifact) -> bool:
+        """Remove `artifact`, and its subject's directories if it was the last,
+        unless its run is in flight. A run beginning meanwhile waits for it."""
+        with self._flight_lock:
+            if artifact.ident in self._in_flight:
+                return False
+            shutil.rmtree(artifact.path, ignore_errors=True)
+            self._forget(artifact)
+            busy = artifact.subject in self._in_flight.values()
+            if artifact.subject not in self._subjects and not busy:
+                self._other -= self._remove_empty_dirs(artifact.subject)
+        return True
 
     def _remove_empty_dirs(self, directory: Path) -> Usage:
         """A subject with no artifact left: its empty directories go, up to the root."""

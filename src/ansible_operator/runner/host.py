@@ -26,7 +26,7 @@ import logging
 import shutil
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from ansible_operator.observability.metrics import Metrics
 from ansible_operator.runner import cgroups, disk_budget, priority, rundir
@@ -50,13 +50,6 @@ log = logging.getLogger("ansible_operator.controller")
 warm_log = logging.getLogger("ansible_operator.manager")
 
 LiveOutput = Callable[[str], None]
-
-
-class Flying(NamedTuple):
-    """Runs in flight, as the runner directory's cap must spare them."""
-
-    idents: frozenset[str]  # their artifacts are never pruned
-    dirs: frozenset[Path]  # their artifacts directories stay, even empty
 
 
 PRUNED_LINES = 20  # artifact directories named one by one per prune; the rest counted
@@ -116,7 +109,6 @@ class RunnerHost:
         self._run_groups: cgroups.RunGroups | None = None
         self._runner_dir: rundir.RunnerDirClaim | None = None
         self._in_flight: set[str] = set()  # idents whose artifacts must stay
-        self._busy: dict[str, Path] = {}  # a run in flight's artifacts directory, by ident
         limits = Limits(options.runs.runner_dir_max_size, options.runs.runner_dir_max_files)
         # None: no cap, and no tally (nor its walk of the directory at start).
         self.disk: DiskBudget | None = None if limits.unlimited else DiskBudget(runner_root, limits)
@@ -128,7 +120,7 @@ class RunnerHost:
         self._runner_dir = await asyncio.to_thread(rundir.claim, self.runner_root)
         if self.disk is not None:
             # What earlier operators left counts, and may be over a lowered cap.
-            await asyncio.to_thread(self._rescan, self._flying())
+            await asyncio.to_thread(self._rescan)
             self._rescans = asyncio.create_task(self._rescan_now_and_then())
         await self.receiver.start()
         if self.contain:
@@ -205,6 +197,9 @@ class RunnerHost:
         channel = self.receiver.open_channel(handle, label=plan.described)
         self._in_flight.add(plan.ident)
         run_dir: rundir.RunDir | None = None
+        artifacts = self.runner_root / plan.subject / rundir.ARTIFACTS
+        if self.disk is not None:
+            self.disk.begin(plan.ident, artifacts)  # before its directories are made
         try:
             run_dir = rundir.prepare(
                 self.runner_root / plan.subject,
@@ -216,7 +211,6 @@ class RunnerHost:
                 interpreter=warm.interpreter if warm else None,
                 private=rundir.private_root(self.runner_root),
             )
-            self._busy[plan.ident] = run_dir.artifacts
             spec = RunSpec(
                 run_dir=run_dir,
                 role=plan.role,
@@ -234,7 +228,7 @@ class RunnerHost:
             )
             async with self._slot(plan):
                 if self.disk is not None:  # in the slot: room for runs that run, not wait
-                    await asyncio.to_thread(self._make_room, plan, run_dir, self._flying())
+                    await asyncio.to_thread(self._make_room, plan, run_dir)
                 result = await execute(
                     spec,
                     summary,
@@ -245,13 +239,14 @@ class RunnerHost:
             self.receiver.close_channel(channel)
             access.revoke()
             self._in_flight.discard(plan.ident)
-            self._busy.pop(plan.ident, None)
-            if run_dir is not None:
-                rundir.remove_secrets(run_dir)
-                if self._rotates_after(plan):
-                    await asyncio.to_thread(self._rotate, run_dir, plan.keep_artifacts)
-            if self.disk is not None:
-                await asyncio.to_thread(self._settle, plan, run_dir, self._flying())
+            try:
+                if run_dir is not None:
+                    rundir.remove_secrets(run_dir)
+                    if self._rotates_after(plan):
+                        await asyncio.to_thread(self._rotate, run_dir, plan.keep_artifacts)
+            finally:
+                if self.disk is not None:  # cancelled or not: it is no longer in flight
+                    await asyncio.to_thread(self._settle, plan, artifacts)
         if plan.capped:
             self._report(plan, result)
         return result
@@ -303,27 +298,20 @@ class RunnerHost:
                 shutil.rmtree(entry, ignore_errors=True)
 
     # ----- the runner directory's cap (runner/disk_budget.py) -----------------
-    def _flying(self) -> Flying:
-        """The runs in flight (their artifacts stay) and their artifacts
-        directories (they stay, even empty), read on the event loop."""
-        return Flying(frozenset(self._in_flight), frozenset(self._busy.values()))
-
-    def _make_room(self, plan: RunPlan, run_dir: rundir.RunDir, flying: Flying) -> None:
-        """Before a run: room held for its inputs and artifacts, the oldest pruned
-        to make it."""
+    def _make_room(self, plan: RunPlan, run_dir: rundir.RunDir) -> None:
+        """As a run starts: room held for its inputs and artifacts, the oldest
+        pruned to make it."""
         assert self.disk is not None
         self.disk.reserve(plan.ident, disk_budget.measure(run_dir.path))
-        self._pruned(self.disk.prune(flying.idents, flying.dirs), plan)
+        self._pruned(self.disk.prune(), plan)
 
-    def _settle(self, plan: RunPlan, run_dir: rundir.RunDir | None, flying: Flying) -> None:
+    def _settle(self, plan: RunPlan, artifacts: Path) -> None:
         """After a run: its room given back, what it wrote counted, the cap kept."""
         assert self.disk is not None
-        self.disk.release(plan.ident)
-        if run_dir is not None:
-            self.disk.settle(run_dir.artifacts, plan.ident, in_flight=flying.idents)
-        self._pruned(self.disk.prune(flying.idents, flying.dirs), plan)
+        self.disk.settle(artifacts, plan.ident)
+        self._pruned(self.disk.prune(), plan)
 
-    def _rescan(self, flying: Flying) -> None:
+    def _rescan(self) -> None:
         assert self.disk is not None
         usage = self.disk.rescan()
         log.info(
@@ -333,7 +321,7 @@ class RunnerHost:
             usage.files,
             len(self.disk.artifacts()),
         )
-        self._pruned(self.disk.prune(flying.idents, flying.dirs), None)
+        self._pruned(self.disk.prune(), None)
 
     async def _rescan_now_and_then(self) -> None:
         """The tally walked afresh now and then: files it did not see written
@@ -341,7 +329,7 @@ class RunnerHost:
         while True:
             await asyncio.sleep(RESCAN_INTERVAL)
             try:
-                await asyncio.to_thread(self._rescan, self._flying())
+                await asyncio.to_thread(self._rescan)
             except OSError as error:
                 log.warning(
                     "runner directory not measured runner_dir=%s error=%s", self.runner_root, error
