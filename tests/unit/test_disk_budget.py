@@ -246,3 +246,24 @@ def test_a_bad_cap_stops_at_its_flag(argv: list[str], capsys: pytest.CaptureFixt
     with pytest.raises(SystemExit):
         parsed(*argv)
     assert argv[0].split("=")[0] in capsys.readouterr().err
+
+
+def test_a_run_that_ends_during_a_rescans_walk_is_counted_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    artifacts = subject(tmp_path, "a")
+    write_run(artifacts, "a1", at=1000)
+    budget = budget_over(tmp_path)
+    walk = budget._walk
+
+    def walk_while_a_run_ends():
+        scanned = walk()  # saw a1 only
+        write_run(artifacts, "a2", at=1001)
+        shutil.rmtree(artifacts / "a1")  # rotated away by the run's start
+        budget.settle(artifacts, "a2")
+        return scanned
+
+    monkeypatch.setattr(budget, "_walk", walk_while_a_run_ends)
+    budget.rescan()
+    assert [artifact.ident for artifact in budget.artifacts()] == ["a2"]
+    assert budget.usage == measure(tmp_path)

@@ -157,7 +157,7 @@ class DiskBudget:
         self._flight_lock = threading.Lock()
         self._in_flight: dict[str, Path] = {}
         self._recent: deque[Usage] = deque(maxlen=RECENT_RUNS)
-        self.last_rescan: float | None = None  # time.monotonic() of the last full walk
+        self._touched: set[Path] | None = None  # subjects runs changed during a rescan's walk
 
     # ----- what the tally says --------------------------------------------------
     @property
@@ -186,40 +186,54 @@ class DiskBudget:
 
     # ----- the full walk ----------------------------------------------------------
     def rescan(self) -> Usage:
-        """Walk the whole runner directory: the tally from scratch. The artifacts
-        of runs in flight are counted too (their run settles them again)."""
+        """Walk the whole runner directory: the tally from scratch. The walk holds
+        no lock, so runs end and prune meanwhile: the subjects they touched are
+        listed again once it is done. The artifacts of runs in flight are
+        counted as found (their run settles them again)."""
+        with self._lock:
+            self._touched = set()
+        try:
+            other, dirs, found = self._walk()
+        finally:
+            with self._lock:
+                touched, self._touched = self._touched or set(), None
         with self._lock:
             self._clear()
-            other = measure_entry(self.root)
-            found: list[Artifact] = []
-            for folder, directories, files in os.walk(self.root):
-                here = Path(folder)
-                holds_artifacts = here.name == ARTIFACTS and PRIVATE not in here.parts
-                for name in (*directories, *files):
-                    try:
-                        status = os.lstat(here / name)
-                    except OSError:
-                        continue
-                    if holds_artifacts and stat.S_ISDIR(status.st_mode):
-                        found.append(Artifact(here / name, status.st_mtime, Usage()))
-                        continue
-                    other += entry_usage(status)
-                    if stat.S_ISDIR(status.st_mode) and PRIVATE not in here.parts:
-                        self._dirs.add(here / name)
-                # An artifact directory is measured whole, as a run's end measures it.
-                if holds_artifacts:
-                    directories[:] = []
+            self._other, self._dirs = other, dirs
             for artifact in found:
-                artifact.usage = measure(artifact.path)
                 self._add(artifact)
-            self._other = other
+            in_flight = self._in_flight_idents()
+            for subject in touched:
+                self._relist(subject, in_flight)
             if not self._recent and found:
                 self._recent.extend(artifact.usage for artifact in found[-RECENT_RUNS:])
-            self.last_rescan = time.monotonic()
             return self.usage
 
-    def rescan_due(self) -> bool:
-        return self.last_rescan is None or time.monotonic() - self.last_rescan > RESCAN_INTERVAL
+    def _walk(self) -> tuple[Usage, set[Path], list[Artifact]]:
+        """(what is not artifacts, the directories above them, the artifacts)."""
+        other = measure_entry(self.root)
+        dirs: set[Path] = set()
+        found: list[Artifact] = []
+        for folder, directories, files in os.walk(self.root):
+            here = Path(folder)
+            holds_artifacts = here.name == ARTIFACTS and PRIVATE not in here.parts
+            for name in (*directories, *files):
+                try:
+                    status = os.lstat(here / name)
+                except OSError:
+                    continue
+                if holds_artifacts and stat.S_ISDIR(status.st_mode):
+                    found.append(Artifact(here / name, status.st_mtime, Usage()))
+                    continue
+                other += entry_usage(status)
+                if stat.S_ISDIR(status.st_mode) and PRIVATE not in here.parts:
+                    dirs.add(here / name)
+            # An artifact directory is measured whole, as a run's end measures it.
+            if holds_artifacts:
+                directories[:] = []
+        for artifact in found:
+            artifact.usage = measure(artifact.path)
+        return other, dirs, found
 
     # ----- a run -------------------------------------------------------------------
     def begin(self, ident: str, artifacts: Path) -> None:
@@ -244,31 +258,40 @@ class DiskBudget:
             self._reserved.pop(ident, None)
             with self._flight_lock:
                 self._in_flight.pop(ident, None)
-                in_flight = set(self._in_flight)
-            try:
-                names = {entry.name for entry in os.scandir(subject) if entry.is_dir()}
-            except OSError:
-                names = set()
-            known = self._subjects.get(subject, {})
-            if not known and names:
-                self._count_dirs_up_to_root(subject)
-            for gone in set(known) - names:
-                self._forget(known[gone])
-            run = Usage()
-            for name in names:
-                if name in known and name != ident:
-                    continue
-                if name != ident and name in in_flight:
-                    continue  # its own run settles it
-                path = subject / name
-                usage = measure(path)
-                if name == ident:
-                    run = usage
-                    self._recent.append(usage)
-                if name in known:
-                    self._forget(known[name])
-                self._add(Artifact(path, time.time() if name == ident else _mtime(path), usage))
-            return run
+            if self._touched is not None:
+                self._touched.add(subject)
+            return self._relist(subject, self._in_flight_idents(), ended=ident)
+
+    def _in_flight_idents(self) -> set[str]:
+        with self._flight_lock:
+            return set(self._in_flight)
+
+    def _relist(self, subject: Path, in_flight: set[str], ended: str | None = None) -> Usage:
+        """The subject's artifacts as its directory lists them: those gone
+        forgotten, new ones (and the `ended` run's, whole now) measured; those of
+        runs in flight left to their run. Returns the `ended` run's usage."""
+        try:
+            names = {entry.name for entry in os.scandir(subject) if entry.is_dir()}
+        except OSError:
+            names = set()
+        known = self._subjects.get(subject, {})
+        if not known and names:
+            self._count_dirs_up_to_root(subject)
+        for gone in set(known) - names:
+            self._forget(known[gone])
+        run = Usage()
+        for name in names:
+            if name != ended and (name in known or name in in_flight):
+                continue
+            path = subject / name
+            usage = measure(path)
+            if name == ended:
+                run = usage
+                self._recent.append(usage)
+            if name in known:
+                self._forget(known[name])
+            self._add(Artifact(path, time.time() if name == ended else _mtime(path), usage))
+        return run
 
     # ----- pruning -----------------------------------------------------------------
     def prune(self) -> Pruned:
@@ -385,6 +408,8 @@ class DiskBudget:
                 return False
             shutil.rmtree(artifact.path, ignore_errors=True)
             self._forget(artifact)
+            if self._touched is not None:
+                self._touched.add(artifact.subject)
             busy = artifact.subject in self._in_flight.values()
             if artifact.subject not in self._subjects and not busy:
                 self._other -= self._remove_empty_dirs(artifact.subject)
