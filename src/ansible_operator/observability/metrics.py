@@ -91,6 +91,23 @@ class Metrics:
             "The longest the event loop was blocked since the operator started, in seconds",
             registry=r,
         )
+        # The runner directory's cap (runner/disk_budget.py): alert on bytes or files
+        # near their --runner-dir-max-* and on pruning that never stops.
+        self.runner_dir_bytes = Gauge(
+            "ansible_operator_runner_dir_bytes",
+            "Bytes the runner directory takes (allocated blocks), as the operator tallies them",
+            registry=r,
+        )
+        self.runner_dir_files = Gauge(
+            "ansible_operator_runner_dir_files",
+            "Files and directories (inodes) in the runner directory, as the operator tallies them",
+            registry=r,
+        )
+        self.runner_artifacts_pruned = Counter(
+            "ansible_operator_runner_artifacts_pruned",
+            "Run artifact directories removed to keep the runner directory under its caps",
+            registry=r,
+        )
         self._user = UserMetrics(r)
         self._accelerations: _AccelerationCollector | None = None
         self._cache: _CacheCollector | None = None

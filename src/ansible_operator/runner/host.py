@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from ansible_operator.observability.metrics import Metrics
-from ansible_operator.runner import cgroups, priority, rundir
+from ansible_operator.runner import cgroups, disk_budget, priority, rundir
 from ansible_operator.runner.access import AccessProvider
+from ansible_operator.runner.disk_budget import RESCAN_INTERVAL, DiskBudget, Limits, Pruned
 from ansible_operator.runner.event_plugin import SOCKET_ENV, TOKEN_ENV
 from ansible_operator.runner.events import RunSummary
 from ansible_operator.runner.plan import RunPlan
@@ -49,6 +50,23 @@ log = logging.getLogger("ansible_operator.controller")
 warm_log = logging.getLogger("ansible_operator.manager")
 
 LiveOutput = Callable[[str], None]
+
+
+PRUNED_LINES = 20  # artifact directories named one by one per prune; the rest counted
+
+
+def subject_fields(root: Path, artifacts: Path) -> str:
+    """Whose artifacts these are, as log lines name objects (rundir.object_dir's
+    layout), or the subject's path for others (admission webhooks)."""
+    try:
+        parts = artifacts.parent.relative_to(root).parts
+    except ValueError:
+        parts = ()
+    if len(parts) == 5:
+        group, version, kind, namespace, name = parts
+        namespace = "" if namespace == "_cluster" else namespace
+        return f"kind={kind} namespace={namespace} name={name} group={group} version={version}"
+    return f"subject={'/'.join(parts) or artifacts.parent}"
 
 
 def credentials(kubeconfig: Mapping[str, Any] | None) -> list[str]:
@@ -91,11 +109,19 @@ class RunnerHost:
         self._run_groups: cgroups.RunGroups | None = None
         self._runner_dir: rundir.RunnerDirClaim | None = None
         self._in_flight: set[str] = set()  # idents whose artifacts must stay
+        limits = Limits(options.runs.runner_dir_max_size, options.runs.runner_dir_max_files)
+        # None: no cap, and no tally (nor its walk of the directory at start).
+        self.disk: DiskBudget | None = None if limits.unlimited else DiskBudget(runner_root, limits)
+        self._rescans: asyncio.Task[None] | None = None
 
     # ----- lifecycle -----------------------------------------------------------
     async def start(self) -> None:
         # Before any run: a killed operator's runs left their inputs here.
         self._runner_dir = await asyncio.to_thread(rundir.claim, self.runner_root)
+        if self.disk is not None:
+            # What earlier operators left counts, and may be over a lowered cap.
+            await asyncio.to_thread(self._rescan)
+            self._rescans = asyncio.create_task(self._rescan_now_and_then())
         await self.receiver.start()
         if self.contain:
             # Runs of an operator killed earlier may have left processes.
@@ -105,6 +131,11 @@ class RunnerHost:
             self.warm = await self._start_warm_processes()
 
     async def stop(self) -> None:
+        if self._rescans is not None:
+            self._rescans.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._rescans
+            self._rescans = None
         await self.receiver.stop()
         if self.warm is not None:
             await self.warm.stop()
@@ -166,6 +197,9 @@ class RunnerHost:
         channel = self.receiver.open_channel(handle, label=plan.described)
         self._in_flight.add(plan.ident)
         run_dir: rundir.RunDir | None = None
+        artifacts = self.runner_root / plan.subject / rundir.ARTIFACTS
+        if self.disk is not None:
+            self.disk.begin(plan.ident, artifacts)  # before its directories are made
         try:
             run_dir = rundir.prepare(
                 self.runner_root / plan.subject,
@@ -193,6 +227,8 @@ class RunnerHost:
                 memory_limit=options.runs.run_memory_limit,
             )
             async with self._slot(plan):
+                if self.disk is not None:  # in the slot: room for runs that run, not wait
+                    await asyncio.to_thread(self._make_room, plan, run_dir)
                 result = await execute(
                     spec,
                     summary,
@@ -203,10 +239,14 @@ class RunnerHost:
             self.receiver.close_channel(channel)
             access.revoke()
             self._in_flight.discard(plan.ident)
-            if run_dir is not None:
-                rundir.remove_secrets(run_dir)
-                if self._rotates_after(plan):
-                    await asyncio.to_thread(self._rotate, run_dir, plan.keep_artifacts)
+            try:
+                if run_dir is not None:
+                    rundir.remove_secrets(run_dir)
+                    if self._rotates_after(plan):
+                        await asyncio.to_thread(self._rotate, run_dir, plan.keep_artifacts)
+            finally:
+                if self.disk is not None:  # cancelled or not: it is no longer in flight
+                    await asyncio.to_thread(self._settle, plan, artifacts)
         if plan.capped:
             self._report(plan, result)
         return result
@@ -256,6 +296,84 @@ class RunnerHost:
             done = [entry for entry in entries if entry.name not in self._in_flight]
             for entry in done[: max(0, len(done) - keep)]:
                 shutil.rmtree(entry, ignore_errors=True)
+
+    # ----- the runner directory's cap (runner/disk_budget.py) -----------------
+    def _make_room(self, plan: RunPlan, run_dir: rundir.RunDir) -> None:
+        """As a run starts: room held for its inputs and artifacts, the oldest
+        pruned to make it."""
+        assert self.disk is not None
+        self.disk.reserve(plan.ident, disk_budget.measure(run_dir.path))
+        self._pruned(self.disk.prune(), plan)
+
+    def _settle(self, plan: RunPlan, artifacts: Path) -> None:
+        """After a run: its room given back, what it wrote counted, the cap kept."""
+        assert self.disk is not None
+        self.disk.settle(artifacts, plan.ident)
+        self._pruned(self.disk.prune(), plan)
+
+    def _rescan(self) -> None:
+        assert self.disk is not None
+        usage = self.disk.rescan()
+        log.info(
+            "runner directory measured runner_dir=%s bytes=%d files=%d artifacts=%d",
+            self.runner_root,
+            usage.bytes,
+            usage.files,
+            len(self.disk.artifacts()),
+        )
+        self._pruned(self.disk.prune(), None)
+
+    async def _rescan_now_and_then(self) -> None:
+        """The tally walked afresh now and then: files it did not see written
+        (a person's, another operator's sharing the directory) count too."""
+        while True:
+            await asyncio.sleep(RESCAN_INTERVAL)
+            try:
+                await asyncio.to_thread(self._rescan)
+            except OSError as error:
+                log.warning(
+                    "runner directory not measured runner_dir=%s error=%s", self.runner_root, error
+                )
+
+    def _pruned(self, pruned: Pruned, plan: RunPlan | None) -> None:
+        """Say what went: a line per artifact directory, one for the whole, the metrics."""
+        assert self.disk is not None
+        usage = self.disk.usage
+        self.metrics.runner_dir_bytes.set(usage.bytes)
+        self.metrics.runner_dir_files.set(usage.files)
+        if not pruned.artifacts and not pruned.still_over:
+            return
+        self.metrics.runner_artifacts_pruned.inc(len(pruned.artifacts))
+        for artifact in pruned.artifacts[:PRUNED_LINES]:
+            log.info(
+                "pruned run artifacts over the runner directory's cap %s run=%s reason=%s "
+                "bytes=%d files=%d path=%s",
+                subject_fields(self.runner_root, artifact.subject),
+                artifact.ident,
+                pruned.reason,
+                artifact.usage.bytes,
+                artifact.usage.files,
+                artifact.path,
+            )
+        limits = self.disk.limits
+        log.log(
+            logging.WARNING if pruned.still_over else logging.INFO,
+            "runner directory over its cap: pruned the oldest artifacts runner_dir=%s reason=%s "
+            "artifacts=%d newest_of_their_object=%d freed_bytes=%d freed_files=%d "
+            "bytes=%d files=%d max_bytes=%s max_files=%s still_over=%s for_run=%s",
+            self.runner_root,
+            pruned.reason,
+            len(pruned.artifacts),
+            pruned.newest,
+            pruned.freed.bytes,
+            pruned.freed.files,
+            usage.bytes,
+            usage.files,
+            limits.max_bytes,
+            limits.max_files,
+            pruned.still_over,
+            plan.ident if plan else "-",
+        )
 
     def _run_env(self, token: str, warm: WarmProcesses | None, nice: int) -> dict[str, str]:
         """The event plugin's way back to us, the run's priority, and the Ansible

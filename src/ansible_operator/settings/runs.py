@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,24 @@ MIN_RECONCILE_PERIOD = 1.0
 DEFAULT_RUN_TIMEOUT = 3600.0
 DEFAULT_MAX_RUN_OUTPUT = 32 * 2**20  # bytes of Ansible output per run
 DEFAULT_RUN_MEMORY_LIMIT = 2**30  # bytes per run, where the operator may make cgroups
+# The runner directory's caps (runner/disk_budget.py). A Pod without an
+# ephemeral-storage limit shares the node's disk, and the kubelet evicts Pods
+# when it has less than 10% of its space or 5% of its inodes free: 1Gi and
+# 50,000 inodes stay far from both on the smallest usual node disks (20 GB:
+# about 1.3 million inodes), while holding about a thousand runs' artifacts.
+DEFAULT_RUNNER_DIR_MAX_SIZE = 2**30
+DEFAULT_RUNNER_DIR_MAX_FILES = 50_000
+
+
+def file_count(text: str) -> int:
+    """A number of files: 0 or more."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = -1
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of files (0: no cap), got {text!r}")
+    return count
 
 
 def acceleration_list(text: str) -> list[str]:
@@ -110,6 +129,28 @@ class RunSettings:
             parse=Path,
             help="where run directories and artifacts are kept "
             "(default: a private temporary directory)",
+        ),
+    )
+    runner_dir_max_size: int | None = field(
+        default=DEFAULT_RUNNER_DIR_MAX_SIZE,
+        metadata=setting(
+            "--runner-dir-max-size",
+            parse=size,
+            metavar="SIZE",
+            help="bytes the runner directory may take; the oldest artifacts are pruned "
+            "(default: 1Gi; 0: no cap)",
+            then=zero_is_none,
+        ),
+    )
+    runner_dir_max_files: int | None = field(
+        default=DEFAULT_RUNNER_DIR_MAX_FILES,
+        metadata=setting(
+            "--runner-dir-max-files",
+            parse=file_count,
+            metavar="N",
+            help="files and directories (inodes) the runner directory may hold; the oldest "
+            "artifacts are pruned (default: 50000; 0: no cap)",
+            then=zero_is_none,
         ),
     )
     # warm: modules run in forks of a warm interpreter (runner/warm/module_server.py);
