@@ -1,6 +1,6 @@
 """An informer: list, then watch from the list's resourceVersion, keeping an
-in-memory store of one kind (in all namespaces, or in each watched namespace)
-and telling its listeners what changed.
+in-memory store of one kind (in the namespaces of its `NamespaceScope`,
+kube/namespace_scope.py) and telling its listeners what changed.
 
 - A listener added late first hears ADDED for every object already held, as
   client-go's handlers do: whatever it builds from the events misses nothing.
@@ -12,6 +12,29 @@ and telling its listeners what changed.
   the wait ends early when the kubeconfig changes.
 - A changed kubeconfig (kube/config.py): relist, since the new server may be
   another cluster whose resourceVersions mean nothing here.
+
+How a scope of some namespaces is watched (issue 27: 600 namespaces took
+10-20 minutes to start). Up to `CLUSTER_WIDE_ABOVE` namespaces: one list and
+watch per namespace, as before. More, or a scope chosen by label: one list and
+watch of the kind across the cluster, objects of other namespaces dropped as
+they arrive (they never reach the store, the listeners or the proxy's reads).
+A watch is an HTTP/1.1 connection held open, and the client's pool has 100:
+with a watch per namespace, 100 namespaces' watches take the pool and the
+remaining lists queue behind them for minutes. Measured against the local
+API server (bench/watch_namespaces.py; one ConfigMap kind, one object per
+namespace, time from start to synced, requests, memory of the process):
+
+    namespaces   per namespace                   cluster-wide, filtered
+    10           MEASURE
+    100          MEASURE
+    1000         MEASURE
+
+A cluster-wide list the operator's RBAC refuses (403) falls back to a watch
+per namespace, logged once per kind.
+
+A namespace that enters the scope is listed and its objects dispatched as
+ADDED; one that leaves is forgotten: its objects dropped from the store with
+no event (a DELETED would run finalizers for objects nobody deleted).
 """
 
 from __future__ import annotations
@@ -24,6 +47,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ansible_operator.kube.client import ApiClient, ApiError
+from ansible_operator.kube.namespace_scope import NamespaceScope
 from ansible_operator.kube.selectors import field_predicate, label_predicate
 from ansible_operator.kube.types import Resource
 
@@ -35,6 +59,13 @@ StoreKey = tuple[str, str]  # namespace ("" when cluster-scoped), name
 BACKOFF_START = 0.5
 BACKOFF_MAX = 30.0
 WATCH_TIMEOUT = (240, 480)  # seconds; spread so informers do not all reconnect together
+# Above this many namespaces, one watch across the cluster filtered here
+# rather than one watch per namespace (see the module's docstring).
+CLUSTER_WIDE_ABOVE = 10
+# Dispatching a large list yields to the event loop this often, so that probes,
+# lease renewals and the proxy are answered while 10,000 objects are announced.
+DISPATCH_BATCH = 250
+EVERY_NAMESPACE = NamespaceScope()
 
 
 def _key(obj: dict[str, Any]) -> StoreKey:
@@ -59,15 +90,21 @@ class Informer:
         resource: Resource,
         *,
         namespaces: Iterable[str] | None = None,
+        scope: NamespaceScope | None = None,
         label_selector: str | None = None,
         on_event: EventListener | None = None,
         name: str = "",
     ) -> None:
+        """`scope` (or `namespaces`, a fixed list; neither: every namespace)
+        limits a namespaced kind; a cluster-scoped one is watched whole."""
         self.api = api
         self.resource = resource
-        self.namespaces: list[str | None] = (
-            list(namespaces) if namespaces and resource.namespaced else [None]
-        )
+        if scope is None:
+            scope = NamespaceScope(namespaces or ())
+        self.scope = scope if resource.namespaced else EVERY_NAMESPACE
+        # One watch across the cluster (its "namespace" is None), or one per namespace.
+        many = len(self.scope.namespaces) > CLUSTER_WIDE_ABOVE
+        self.cluster_wide = self.scope.every or self.scope.dynamic or many
         self.label_selector = label_selector
         self._listeners: list[EventListener] = [on_event] if on_event is not None else []
         self.name = name or f"{resource.group or 'core'}/{resource.version}/{resource.plural}"
@@ -76,11 +113,22 @@ class Informer:
         # until the watch catches up. Kept apart from the store, so the watch's
         # events still compare the true previous state with the new one.
         self._written: dict[StoreKey, tuple[int, dict[str, Any] | None]] = {}
-        self._synced_namespaces: set[str | None] = set()
+        self._listed: set[str | None] = set()  # what the store holds (None: the whole scope)
         self._synced = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
+        self._started = False
+        self._tasks: dict[str | None, asyncio.Task[None]] = {}  # by namespace (None: all)
+        # Cluster-wide: namespaces entered, being listed; the keys deleted meanwhile.
+        self._entering: dict[str, asyncio.Task[None]] = {}
+        self._deleted_while_entering: dict[str, set[StoreKey]] = {}
         self.resource_version = ""
         self.relists = 0
+
+    @property
+    def namespaces(self) -> list[str | None]:
+        """What is watched: [None] for the whole kind, else each namespace."""
+        if self.cluster_wide:
+            return [None]
+        return sorted(self.scope.namespaces)
 
     # ----- lifecycle --------------------------------------------------------
     async def start(self) -> None:
@@ -89,12 +137,20 @@ class Informer:
     def begin(self) -> None:
         """Start listing and watching in background tasks; the same as `await
         start()`, for callers that cannot await (the proxy's write hook)."""
-        if self._tasks:
+        if self._started:
             return
+        self._started = True
+        if not self.scope.every:
+            self.scope.add_listener(self)
         for namespace in self.namespaces:
-            self._tasks.append(
-                asyncio.create_task(self._run(namespace), name=f"informer {self.name}")
-            )
+            self._spawn(namespace)
+        self._check_synced()
+
+    def _spawn(self, namespace: str | None) -> None:
+        where = f" namespace={namespace}" if namespace else ""
+        self._tasks[namespace] = asyncio.create_task(
+            self._run(namespace), name=f"informer {self.name}{where}"
+        )
 
     async def wait_synced(self) -> None:
         await self._synced.wait()
@@ -103,13 +159,20 @@ class Informer:
     def synced(self) -> bool:
         return self._synced.is_set()
 
+    def _check_synced(self) -> None:
+        if all(namespace in self._listed for namespace in self.namespaces):
+            self._synced.set()
+
     async def stop(self) -> None:
-        for task in self._tasks:
+        self.scope.remove_listener(self)
+        tasks = [*self._tasks.values(), *self._entering.values()]
+        for task in tasks:
             task.cancel()
-        for task in self._tasks:
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
+        self._entering.clear()
 
     def add_listener(self, listener: EventListener) -> None:
         """`listener` hears every change from now on, after ADDED for each object
@@ -120,7 +183,44 @@ class Informer:
 
     def covers(self, namespace: str | None) -> bool:
         """Whether the store holds the objects of `namespace` (None: of every namespace)."""
-        return None in self.namespaces or namespace in self.namespaces
+        if namespace is None:
+            return self.scope.every
+        if not self.scope.contains(namespace):
+            return False
+        if self.cluster_wide:
+            return namespace not in self._entering
+        return namespace in self._listed
+
+    # ----- the scope's changes (ScopeListener) -------------------------------
+    def namespace_entered(self, namespace: str) -> None:
+        if not self._started:
+            return
+        if not self.cluster_wide:
+            self._spawn(namespace)
+            return
+        previous = self._entering.pop(namespace, None)
+        if previous is not None:
+            previous.cancel()
+        self._deleted_while_entering[namespace] = set()
+        self._entering[namespace] = asyncio.create_task(
+            self._list_entered(namespace), name=f"informer {self.name} entering {namespace}"
+        )
+
+    def namespace_left(self, namespace: str) -> None:
+        for tasks in (self._tasks, self._entering):
+            task = tasks.pop(namespace, None)
+            if task is not None:
+                task.cancel()
+        self._deleted_while_entering.pop(namespace, None)
+        self._listed.discard(namespace)
+        self._forget(namespace)
+
+    def _forget(self, namespace: str) -> None:
+        """Drop the objects of `namespace`, telling no one: they were not deleted."""
+        for key in [key for key in self._store if key[0] == namespace]:
+            del self._store[key]
+        for key in [key for key in self._written if key[0] == namespace]:
+            del self._written[key]
 
     # ----- reads ------------------------------------------------------------
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
@@ -163,10 +263,11 @@ class Informer:
 
     def remember(self, obj: dict[str, Any], *, deleted: bool = False) -> None:
         """Write-through from the proxy: what a run just wrote (or deleted) is
-        read back at once, before the watch delivers it. Never hides a newer copy."""
+        read back at once, before the watch delivers it. Never hides a newer copy,
+        and never holds an object outside the scope."""
         key = _key(obj)
         new_version = _version(obj)
-        if new_version is None:
+        if new_version is None or not self.scope.contains(key[0]):
             return
         newest = _version(self.get(*key))
         if newest is not None and newest > new_version:
@@ -204,6 +305,9 @@ class Informer:
                     log.info("watch expired, relisting informer=%s%s", self.name, where)
                     version = None
                     continue
+                if error.status == 403 and namespace is None and not self.scope.every:
+                    self._watch_each_namespace(error)
+                    return
                 log.warning(
                     "watch failed, retrying informer=%s%s in=%.1fs error=%s",
                     self.name,
@@ -218,31 +322,98 @@ class Informer:
                 await self.api.pause(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX)
 
+    def _watch_each_namespace(self, error: ApiError) -> None:
+        """The cluster-wide list or watch was refused (RBAC for some namespaces
+        only): one watch per namespace instead, from now on."""
+        log.warning(
+            "cluster-wide list refused, watching each namespace instead informer=%s "
+            "namespaces=%d error=%s",
+            self.name,
+            len(self.scope.namespaces),
+            error,
+        )
+        self.cluster_wide = False
+        self._tasks.pop(None, None)
+        self._listed.discard(None)
+        for task in self._entering.values():
+            task.cancel()
+        self._entering.clear()
+        self._deleted_while_entering.clear()
+        for namespace in self.namespaces:
+            self._spawn(namespace)
+        self._check_synced()
+
     async def _relist(self, namespace: str | None) -> str:
         listing = await self.api.list(self.resource, namespace, label_selector=self.label_selector)
         self.relists += 1
         fresh = {}
         for item in listing.get("items") or []:
+            key = _key(item)
+            if not self.scope.contains(key[0]):
+                continue  # a cluster-wide list: another namespace's
             item.setdefault("apiVersion", self.resource.api_version)
             item.setdefault("kind", self.resource.kind)
-            fresh[_key(item)] = item
-        scope = [key for key in self._store if namespace is None or key[0] == namespace]
-        for key in scope:
-            if key not in fresh:
-                self._dispatch("DELETED", self._store.pop(key), None)
-        for key, item in fresh.items():
-            old = self._store.get(key)
-            self._store[key] = item
-            if old is None:
-                self._dispatch("ADDED", None, item)
-            elif _version(old) != _version(item):
-                self._dispatch("MODIFIED", old, item)
+            fresh[key] = item
         version = (listing.get("metadata") or {}).get("resourceVersion") or ""
         self.resource_version = version
-        self._synced_namespaces.add(namespace)
-        if len(self._synced_namespaces) == len(self.namespaces):
-            self._synced.set()
+        gone = [key for key in self._store if key not in fresh and namespace in (None, key[0])]
+        for number, key in enumerate(gone, 1):
+            old = self._store.pop(key, None)
+            if old is not None:
+                self._dispatch("DELETED", old, None)
+            if number % DISPATCH_BATCH == 0:
+                await asyncio.sleep(0)
+        for number, (key, item) in enumerate(fresh.items(), 1):
+            if self.scope.contains(key[0]):  # it may have left while we yielded
+                old = self._store.get(key)
+                self._store[key] = item
+                if old is None:
+                    self._dispatch("ADDED", None, item)
+                elif _version(old) != _version(item):
+                    self._dispatch("MODIFIED", old, item)
+            if number % DISPATCH_BATCH == 0:
+                await asyncio.sleep(0)
+        self._listed.add(namespace)
+        self._check_synced()
         return version
+
+    async def _list_entered(self, namespace: str) -> None:
+        """Cluster-wide: the objects of a namespace that just entered the scope,
+        whose events the watch dropped until now."""
+        backoff = BACKOFF_START
+        while True:
+            try:
+                listing = await self.api.list(
+                    self.resource, namespace, label_selector=self.label_selector
+                )
+                break
+            except ApiError as error:
+                log.warning(
+                    "listing a namespace that entered failed, retrying informer=%s "
+                    "namespace=%s in=%.1fs error=%s",
+                    self.name,
+                    namespace,
+                    backoff,
+                    error,
+                )
+                await self.api.pause(backoff)
+                backoff = min(backoff * 2, BACKOFF_MAX)
+        deleted = self._deleted_while_entering.get(namespace, set())
+        for number, item in enumerate(listing.get("items") or [], 1):
+            key = _key(item)
+            old = self._store.get(key)
+            old_version, item_version = _version(old), _version(item)
+            newer_held = old_version is not None and (item_version or 0) <= old_version
+            if key in deleted or newer_held or not self.scope.contains(key[0]):
+                continue
+            item.setdefault("apiVersion", self.resource.api_version)
+            item.setdefault("kind", self.resource.kind)
+            self._store[key] = item
+            self._dispatch("ADDED" if old is None else "MODIFIED", old, item)
+            if number % DISPATCH_BATCH == 0:
+                await asyncio.sleep(0)
+        self._deleted_while_entering.pop(namespace, None)
+        self._entering.pop(namespace, None)
 
     def _apply(self, event: dict[str, Any]) -> str | None:
         kind = event.get("type")
@@ -252,15 +423,19 @@ class Informer:
             self.resource_version = version
         if kind == "BOOKMARK":
             return version
+        key = _key(obj)
+        if not self.scope.contains(key[0]):
+            return version  # a cluster-wide watch: another namespace's
         obj.setdefault("apiVersion", self.resource.api_version)
         obj.setdefault("kind", self.resource.kind)
-        key = _key(obj)
         old = self._store.get(key)
         if kind == "DELETED":
             self._store.pop(key, None)
             written = self._written.get(key)
             if written is not None and written[0] <= (_version(obj) or 0):
                 del self._written[key]
+            if key[0] in self._deleted_while_entering:
+                self._deleted_while_entering[key[0]].add(key)
             self._dispatch("DELETED", old, obj)
         elif kind in ("ADDED", "MODIFIED"):
             self._store[key] = obj
