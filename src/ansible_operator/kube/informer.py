@@ -33,6 +33,9 @@ API server (bench/watch_namespaces.py: ConfigMaps, one of ours per namespace,
 
 The pool is shared by every kind, so per-namespace watches of a few kinds
 reach it at a few dozen namespaces: at 10, the two ways are alike.
+The test operator (tests/operator, 4 kinds) with WATCH_NAMESPACE listing
+1,000 namespaces: /readyz ok 9.5 s after the process started; with a watch
+per namespace it had not started after 240 s (lists timing out for the pool).
 
 A cluster-wide list the operator's RBAC refuses (403) falls back to a watch
 per namespace, logged once per kind.
