@@ -72,6 +72,13 @@ def run(args: argparse.Namespace) -> int:
     from ansible_operator.serving.http_limits import raise_open_file_limit
 
     settings = options_from(args)
+    if settings.watching.namespace_selector and settings.watching.namespaces:
+        print(
+            "ansible-operator: WATCH_NAMESPACE and --watch-namespace-selector "
+            "(WATCH_NAMESPACE_SELECTOR) both choose the watched namespaces: set one",
+            file=sys.stderr,
+        )
+        return 2
     level = logs.parse_level("debug" if settings.log.devel else settings.log.level)
     logs.configure(level, settings.log.encoder)
     log.info("ansible-operator %s %s", __version__, one_line(installed_versions()))

@@ -53,6 +53,19 @@ class Controller:
         self.queue.add(key)
         self.observe_queue()
 
+    def forget_namespace(self, namespace: str) -> None:
+        """The objects of `namespace` are no longer ours (it left the watched
+        namespaces): drop their keys, queued or scheduled; a run in flight finishes."""
+        dropped = self.queue.discard_where(lambda key: key.namespace == namespace)
+        self.observe_queue()
+        if dropped:
+            log.info(
+                "forgot queued objects of a namespace out of scope kind=%s namespace=%s count=%d",
+                self.kind,
+                namespace,
+                dropped,
+            )
+
     def stop_run(self, key: ObjectKey, reason: str) -> None:
         """Stop the run of `key`'s reconcile in flight, if there is one: its
         processes are killed, and the reconcile ends without a word on the object."""

@@ -10,6 +10,8 @@
 - Memory follows the live items: an item done and forgotten holds nothing; a
   delayed add that an earlier add replaced leaves a stale entry in the timer
   heap, and the heap is rebuilt once stale entries outnumber live ones.
+- `discard_where(predicate)` drops items as if never added (queued, scheduled,
+  or due again after their run); a run in flight finishes.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import heapq
 import itertools
 import random
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -117,6 +119,21 @@ class WorkQueue(Generic[T]):
 
     def forget(self, item: T) -> None:
         self.backoff.forget(item)
+
+    def discard_where(self, predicate: Callable[[T], bool]) -> int:
+        """Drop every item `predicate` picks from the queue, the schedule, the
+        follow-ups of runs in flight and the backoff; how many were waiting."""
+        queued = {item for item in self._queued if predicate(item)}
+        if queued:
+            self._queued -= queued
+            self._queue = deque(item for item in self._queue if item not in queued)
+        scheduled = [item for item in self._waiting_due if predicate(item)]
+        for item in scheduled:  # its heap entry no longer matches: never released
+            del self._waiting_due[item]
+        self._dirty = {item for item in self._dirty if not predicate(item)}
+        for item in queued | set(scheduled):
+            self.backoff.forget(item)
+        return len(queued) + len(scheduled)
 
     def _arm_timer(self) -> None:
         if self._timer is not None:

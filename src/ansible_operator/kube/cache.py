@@ -9,6 +9,9 @@ of controllers, queues or owners; whoever wants the events adds a listener.
 The proxy reads through `view`: only a synced informer without a label selector
 (its store is then the whole kind) that holds the namespace asked about.
 Read-your-writes lives in the informer (`Informer.remember`).
+
+Every namespaced informer follows the one `NamespaceScope` (kube/namespace_scope.py):
+the primary watches', the dependents', the proxy's alike.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 
 from ansible_operator.kube.client import ApiClient
 from ansible_operator.kube.informer import Informer
+from ansible_operator.kube.namespace_scope import NamespaceScope
 from ansible_operator.kube.types import Resource
 
 InformerKey = tuple[str, str, str, str | None]  # group, version, plural, label selector
@@ -53,9 +57,12 @@ class CachedKindView:
 
 
 class InformerCache:
-    def __init__(self, api: ApiClient, namespaces: Sequence[str] = ()) -> None:
+    def __init__(self, api: ApiClient, namespaces: Sequence[str] | NamespaceScope = ()) -> None:
+        """`namespaces`: a scope, or the names of a fixed one (empty: every namespace)."""
         self.api = api
-        self.namespaces = tuple(namespaces)  # empty: every namespace
+        self.scope = (
+            namespaces if isinstance(namespaces, NamespaceScope) else NamespaceScope(namespaces)
+        )
         self._informers: dict[InformerKey, Informer] = {}
 
     def informer(self, resource: Resource, *, label_selector: str | None = None) -> Informer:
@@ -67,7 +74,7 @@ class InformerCache:
             informer = Informer(
                 self.api,
                 resource,
-                namespaces=self.namespaces if resource.namespaced else None,
+                scope=self.scope,
                 label_selector=label_selector,
                 name=informer_name(resource),
             )

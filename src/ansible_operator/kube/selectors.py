@@ -55,6 +55,32 @@ def _label_term(term: str) -> Callable[[Mapping[str, str]], bool]:
     raise SelectorError(f"cannot parse label selector term {term.strip()!r}")
 
 
+# Kubernetes' label syntax: a key is [prefix/]name, a value at most 63 characters.
+_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+_LABEL_KEY = re.compile(rf"^([a-z0-9]([-a-z0-9.]{{0,251}}[a-z0-9])?/)?{_NAME}$")
+_LABEL_VALUE = re.compile(rf"^({_NAME})?$")
+
+
+def check_label_selector(selector: str) -> None:
+    """Raise SelectorError, naming the term, for a selector the API server would
+    refuse: one we cannot parse, or a key or value that is no label's."""
+    if not selector.strip():
+        raise SelectorError("empty label selector")
+    for term in _terms(selector):
+        _label_term(term)
+        if match := _SET_TERM.match(term):
+            key, values = match.group(1), [v.strip() for v in match.group(3).split(",")]
+        elif match := _EQUALITY_TERM.match(term):
+            key, values = match.group(1), [match.group(3)]
+        else:
+            key, values = term.strip().lstrip("!").strip(), []
+        if not _LABEL_KEY.match(key):
+            raise SelectorError(f"{key!r} in {term.strip()!r} is not a label key")
+        for value in values:
+            if not _LABEL_VALUE.match(value):
+                raise SelectorError(f"{value!r} in {term.strip()!r} is not a label value")
+
+
 def label_predicate(selector: str | None) -> Callable[[Mapping[str, str]], bool]:
     if not selector or not selector.strip():
         return lambda _labels: True

@@ -31,6 +31,8 @@ from ansible_operator.kube.config import KubeConfig
 from ansible_operator.kube.discovery import RestMapper
 from ansible_operator.kube.impersonation import verify_impersonation
 from ansible_operator.kube.informer import EventListener
+from ansible_operator.kube.namespace_scope import NamespaceScope
+from ansible_operator.kube.namespace_selection import SelectedNamespaces
 from ansible_operator.kube.types import Resource
 from ansible_operator.manager.api_health import ApiServerHealth
 from ansible_operator.manager.dependents import DependentWatches
@@ -85,6 +87,7 @@ class Manager:
         self.metrics = Metrics()
         self.controllers: list[Controller] = []
         self.cache: InformerCache | None = None
+        self.scope: NamespaceScope | None = None
         self.dependents: DependentWatches | None = None
         self.mapper: RestMapper | None = None
         self.proxy: ApiProxy | None = None
@@ -211,7 +214,8 @@ class Manager:
                 # One proxy and one runner host for every run of this process, the
                 # webhooks' too: started before the election, as the webhooks are.
                 self.mapper = RestMapper(api)
-                self.cache = InformerCache(api, self.options.watching.namespaces)
+                self.scope = await self._namespace_scope(api)
+                self.cache = InformerCache(api, self.scope)
                 self.metrics.track_cache(self.cache.held)
                 self.dependents = DependentWatches(self.cache)
                 self.proxy = ApiProxy(
@@ -264,7 +268,7 @@ class Manager:
                 log.info(
                     "operator started watches=%d namespaces=%s",
                     len(self.watches),
-                    ",".join(self.options.watching.namespaces) or "all",
+                    self.scope.describe(),
                 )
                 waiters = [asyncio.create_task(self.stopping.wait())]
                 if elector is not None:
@@ -283,6 +287,8 @@ class Manager:
                 await self.webhook_service.stop()
             if prober is not None:
                 prober.cancel()
+            if self.scope is not None:
+                await self.scope.stop()
             if host is not None:
                 await host.stop()
             if self.proxy is not None:
@@ -290,6 +296,20 @@ class Manager:
             for runner in self._sites:
                 await runner.cleanup()
             shutil.rmtree(scratch, ignore_errors=True)
+
+    async def _namespace_scope(self, api: ApiClient) -> NamespaceScope:
+        """WATCH_NAMESPACE's list, or the namespaces --watch-namespace-selector
+        picks (listed now, so the informers start with them); the controllers
+        forget the objects of a namespace that leaves."""
+        selector = self.options.watching.namespace_selector
+        if not selector:
+            scope = NamespaceScope(self.options.watching.namespaces)
+        else:
+            scope = SelectedNamespaces(api, selector)
+            await scope.start()
+            await scope.wait_synced()
+        scope.add_listener(_ForgetLeftNamespaces(self.controllers))
+        return scope
 
     async def _say_whom_we_act_as(self, api: ApiClient) -> None:
         """`--as`: the API server must take our requests for that identity's,
@@ -391,6 +411,21 @@ class Manager:
         await asyncio.gather(*(c.stop(grace) for c in self.controllers))
         if self.cache is not None:
             await self.cache.stop()
+
+
+class _ForgetLeftNamespaces:
+    """The controllers' side of a namespace leaving the scope: its keys leave the
+    queues (the informers drop its objects themselves, telling no listener)."""
+
+    def __init__(self, controllers: list[Controller]) -> None:
+        self.controllers = controllers
+
+    def namespace_entered(self, namespace: str) -> None:
+        """Nothing to do: the informers list it and announce its objects."""
+
+    def namespace_left(self, namespace: str) -> None:
+        for controller in self.controllers:
+            controller.forget_namespace(namespace)
 
 
 def _primary_listener(controller: Controller, watch: Watch) -> EventListener:

@@ -54,7 +54,10 @@ def _add(
     parse = parse or declared.parse
     default = each.default
     if declared.env and environ.get(declared.env):
-        default = parse(environ[declared.env]) if parse else environ[declared.env]
+        try:
+            default = parse(environ[declared.env]) if parse else environ[declared.env]
+        except argparse.ArgumentTypeError as error:
+            parser.error(f"{declared.env} (the default of {declared.flags[0]}): {error}")
     options: dict[str, Any] = {"dest": each.dest, "help": declared.help}
     if declared.boolean:
         options.update(type=go_bool, nargs="?", const=True, default=default, metavar="BOOL")

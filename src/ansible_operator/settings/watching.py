@@ -19,6 +19,18 @@ def impersonation(text: str) -> str:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def namespace_selector(text: str) -> str:
+    from ansible_operator.kube.selectors import SelectorError, check_label_selector
+
+    try:
+        check_label_selector(text)
+    except SelectorError as error:
+        raise argparse.ArgumentTypeError(
+            f"not a label selector: {text!r}: {error} (e.g. 'team=a,env in (prod)')"
+        ) from None
+    return text.strip()
+
+
 @dataclass(frozen=True)
 class WatchingSettings:
     watches_file: Path = field(
@@ -51,5 +63,17 @@ class WatchingSettings:
         metadata=setting(
             env="WATCH_NAMESPACE",
             from_env=lambda environ: tuple(comma_list(environ, "WATCH_NAMESPACE")),
+        ),
+    )
+    namespace_selector: str | None = field(  # the namespaces whose labels match
+        default=None,
+        metadata=setting(
+            "--watch-namespace-selector",
+            env="WATCH_NAMESPACE_SELECTOR",
+            parse=namespace_selector,
+            metavar="SELECTOR",
+            help="watch the namespaces whose labels match this selector (e.g. "
+            "'team=a,env in (prod)'), following their labels as they change; "
+            "not with WATCH_NAMESPACE",
         ),
     )
