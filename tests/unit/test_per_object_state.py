@@ -170,3 +170,25 @@ async def test_dependent_registry_forgets_the_writes_of_created_objects() -> Non
     assert dependents._own_writes == {}
     assert dependents._in_flight == {}
     await cache.stop()
+
+
+async def test_reconciler_and_metrics_forget_a_namespace_that_left_the_scope() -> None:
+    api = FakeApi()
+    for key in KEYS:
+        api.put(WIDGETS, widget(key))
+    metrics = Metrics()
+    shared = Shared(api=api, options=Settings(), metrics=metrics, runner=FakeRunner())  # type: ignore[arg-type]
+    watch = Watch(
+        gvk=GVK("example.com", "v1", "Widget"), role=Path("roles/w"), playbook=None, vars={}
+    )
+    reconciler = AnsibleReconciler(watch, WIDGETS, StoreReader(api), shared)
+    for key in KEYS:
+        await reconciler.reconcile(key)
+
+    reconciler.forget_namespace("ns-7")  # relabelled out: nobody deleted its objects
+
+    left = [key for key in KEYS if key.namespace == "ns-7"]
+    assert not any(key.namespace == "ns-7" for key in reconciler._warned)
+    exposition = metrics.exposition().decode()
+    assert 'namespace="ns-7"' not in exposition
+    assert exposition.count("resource_created_at_seconds{") == OBJECTS - len(left)

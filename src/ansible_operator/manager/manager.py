@@ -86,6 +86,7 @@ class Manager:
         self.connect = connect
         self.metrics = Metrics()
         self.controllers: list[Controller] = []
+        self.reconcilers: list[AnsibleReconciler] = []
         self.cache: InformerCache | None = None
         self.scope: NamespaceScope | None = None
         self.dependents: DependentWatches | None = None
@@ -308,7 +309,7 @@ class Manager:
             scope = SelectedNamespaces(api, selector)
             await scope.start()
             await scope.wait_synced()
-        scope.add_listener(_ForgetLeftNamespaces(self.controllers))
+        scope.add_listener(_ForgetLeftNamespaces(self.controllers, self.reconcilers))
         return scope
 
     async def _say_whom_we_act_as(self, api: ApiClient) -> None:
@@ -391,6 +392,7 @@ class Manager:
         selector = watch.selector.to_query() if watch.selector else None
         informer = self.cache.informer(resource, label_selector=selector)
         reconciler = AnsibleReconciler(watch, resource, informer, shared)
+        self.reconcilers.append(reconciler)
         controller = Controller(
             reconciler.gvk_label,
             watch.gvk.kind,
@@ -415,10 +417,12 @@ class Manager:
 
 class _ForgetLeftNamespaces:
     """The controllers' side of a namespace leaving the scope: its keys leave the
-    queues (the informers drop its objects themselves, telling no listener)."""
+    queues, and the reconcilers' per-object state goes (the informers drop its
+    objects themselves, telling no listener)."""
 
-    def __init__(self, controllers: list[Controller]) -> None:
+    def __init__(self, controllers: list[Controller], reconcilers: list[AnsibleReconciler]) -> None:
         self.controllers = controllers
+        self.reconcilers = reconcilers
 
     def namespace_entered(self, namespace: str) -> None:
         """Nothing to do: the informers list it and announce its objects."""
@@ -426,6 +430,8 @@ class _ForgetLeftNamespaces:
     def namespace_left(self, namespace: str) -> None:
         for controller in self.controllers:
             controller.forget_namespace(namespace)
+        for reconciler in self.reconcilers:
+            reconciler.forget_namespace(namespace)
 
 
 def _primary_listener(controller: Controller, watch: Watch) -> EventListener:

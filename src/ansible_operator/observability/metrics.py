@@ -138,6 +138,23 @@ class Metrics:
         with contextlib.suppress(KeyError):
             self.resource_created_at.remove(name, namespace, group, version, kind)
 
+    def forget_namespace(self, namespace: str, group: str, version: str, kind: str) -> None:
+        """The series of one kind's objects in a namespace that left the watched
+        ones: nobody deleted them, but they are no longer ours to report."""
+        for family in self.resource_created_at.collect():
+            for sample in family.samples:
+                labels = sample.labels
+                if (labels["namespace"], labels["group"], labels["version"], labels["kind"]) == (
+                    namespace,
+                    group,
+                    version,
+                    kind,
+                ):
+                    with contextlib.suppress(KeyError):
+                        self.resource_created_at.remove(
+                            labels["name"], namespace, group, version, kind
+                        )
+
     def request_counter(self, source: str) -> aiohttp.TraceConfig:
         """Counts every request of the aiohttp session it is given to."""
 

@@ -283,6 +283,13 @@ class AnsibleReconciler:
         gvk = self.watch.gvk
         self.shared.metrics.forget_object(key.name, key.namespace, gvk.group, gvk.version, gvk.kind)
 
+    def forget_namespace(self, namespace: str) -> None:
+        """`namespace` left the watched ones: what is kept per object there goes."""
+        for key in [key for key in self._warned if key.namespace == namespace]:
+            del self._warned[key]
+        gvk = self.watch.gvk
+        self.shared.metrics.forget_namespace(namespace, gvk.group, gvk.version, gvk.kind)
+
     def _record_created(self, obj: dict[str, Any]) -> None:
         metadata = obj.get("metadata") or {}
         created = metadata.get("creationTimestamp")
