@@ -26,9 +26,9 @@ object (the `ansible_operator_cache_bytes` / `_objects` gauges; n/a when the
 operator has none), the most runs in flight at once (the cap is `--cap`), API
 requests per reconcile (the operator's own count, as bench/soak.py), the files
 and bytes left in `--runner-dir`, and the objects lost (not Successful for
-their generation at the deadline: the bench then exits non-zero). The
-namespaces are deleted at the end, concurrently, waiting `--cleanup-timeout`
-seconds at most. Runs gather no facts (ANSIBLE_GATHERING=explicit).
+their generation at the deadline, or once none more was for `--stall` seconds:
+the bench then exits non-zero). The namespaces are deleted at the end,
+concurrently, waiting `--cleanup-timeout` seconds at most. Runs gather no facts (ANSIBLE_GATHERING=explicit).
 """
 
 from __future__ import annotations
@@ -206,19 +206,30 @@ def wait_successful(
     selector: str,
     objects: int,
     timeout: float,
+    stall: float,
     generations: dict[str, int] | None = None,
 ) -> tuple[int, float]:
-    """(objects Successful, when the last of them was seen) after every object
-    is or the timeout; polled less often the more objects there are."""
+    """(objects Successful, when the last of them was seen) once every object
+    is, after `timeout`, or after `stall` seconds without one more (an operator
+    that stopped reconciling is reported, not waited on for the whole timeout).
+    Polled less often the more objects there are."""
     interval = max(0.5, objects / 2000)
-    deadline = time.monotonic() + timeout
+    now = time.monotonic()
+    deadline, progressed_at, told_at = now + timeout, now, now
     done = 0
-    while time.monotonic() < deadline:
-        done = count_successful(custom, selector, generations)
+    while (now := time.monotonic()) < deadline and now - progressed_at < stall:
+        count = count_successful(custom, selector, generations)
+        if count > done:
+            done, progressed_at = count, now
         if done >= objects:
             break
+        if now - told_at >= 30:
+            print(f"  {done}/{objects} Successful", file=sys.stderr)
+            told_at = now
         time.sleep(interval)
-    return done, time.monotonic()
+    if done < objects and now - progressed_at >= stall:
+        print(f"  no object became Successful in {stall:.0f} s: giving up", file=sys.stderr)
+    return done, progressed_at
 
 
 def runner_dir_usage(root: Path) -> tuple[int, int]:
@@ -352,7 +363,9 @@ def run_phases(
                 present.pss_peak_mib = _memory_mib(proctree.tree(operator.process.pid))
                 return phases, startup_requests
             timeout = args.timeout or 300 + args.objects * 10 / max(args.cap, 1)
-            present.successful, done_at = wait_successful(custom, selector, args.objects, timeout)
+            present.successful, done_at = wait_successful(
+                custom, selector, args.objects, timeout, args.stall
+            )
             present.reconcile_seconds = done_at - ready_at
             present.seconds_to_successful = present.seconds_to_ready + present.reconcile_seconds
             present.requests = scrape(metrics).get("ansible_operator_api_requests_total", 0.0)
@@ -395,7 +408,7 @@ def change_all(
     )
     timeout = args.timeout or 300 + args.objects * 10 / max(args.cap, 1)
     changed.successful, done_at = wait_successful(
-        custom, selector, args.objects, timeout, generations
+        custom, selector, args.objects, timeout, args.stall, generations
     )
     changed.seconds_to_successful = changed.reconcile_seconds = done_at - started
     changed.requests = (
@@ -471,6 +484,9 @@ def main() -> None:
     parser.add_argument("--quiet", type=float, default=5.0, help="seconds idle before RSS idle")
     parser.add_argument("--ready-timeout", type=float, default=600.0)
     parser.add_argument("--timeout", type=float, help="seconds for a phase's reconciles")
+    parser.add_argument(
+        "--stall", type=float, default=180.0, help="seconds without progress before giving up"
+    )
     parser.add_argument("--cleanup-timeout", type=float, default=120.0)
     args = parser.parse_args()
     if args.namespaces < 1:
