@@ -28,7 +28,8 @@ requests per reconcile (the operator's own count, as bench/soak.py), the files
 and bytes left in `--runner-dir`, and the objects lost (not Successful for
 their generation at the deadline, or once none more was for `--stall` seconds:
 the bench then exits non-zero). The namespaces are deleted at the end,
-concurrently, waiting `--cleanup-timeout` seconds at most. Runs gather no facts (ANSIBLE_GATHERING=explicit).
+concurrently, waiting `--cleanup-timeout` seconds at most. Runs gather no
+facts (ANSIBLE_GATHERING=explicit).
 """
 
 from __future__ import annotations
