@@ -163,3 +163,40 @@ async def test_informer_tracks_changes_and_answers_selectors(
             assert informer.get(kube_namespace, "before") is None
         finally:
             await informer.stop()
+
+
+async def test_requests_are_answered_beside_more_watches_than_a_pool_holds(
+    kube_cluster: Cluster, kube_namespace: str
+) -> None:
+    """An operator over many namespaces and kinds holds hundreds of watches, each
+    a connection for its life: a write made then must still reach the server."""
+    config = load_config(kube_cluster.kubeconfig)
+    async with ApiClient(config) as api:
+        configmaps = await RestMapper(api).resource_for("", "v1", "ConfigMap")
+        await api.create(configmaps, {"metadata": {"name": "seen-first"}}, kube_namespace)
+        connected = 0
+
+        async def hold_a_watch() -> None:
+            nonlocal connected
+            # From no resourceVersion the server first sends what exists
+            # (seen-first): the watch's connection is up, and stays held as an
+            # informer's does.
+            counted = False
+            async for event in api.watch(configmaps, kube_namespace, timeout_seconds=300):
+                if event["type"] == "ADDED" and not counted:
+                    counted = True
+                    connected += 1
+
+        watches = [asyncio.create_task(hold_a_watch()) for _ in range(150)]
+        try:
+            async with asyncio.timeout(60):
+                while connected < len(watches):  # noqa: ASYNC110 - counted by the watches
+                    await asyncio.sleep(0.05)
+                created = await api.create(
+                    configmaps, {"metadata": {"name": "beside-watches"}}, kube_namespace
+                )
+            assert created["metadata"]["name"] == "beside-watches"
+        finally:
+            for watch in watches:
+                watch.cancel()
+            await asyncio.gather(*watches, return_exceptions=True)

@@ -94,7 +94,12 @@ class ApiClient:
     def _new_session(self, config: KubeConfig) -> aiohttp.ClientSession:
         return aiohttp.ClientSession(
             base_url=config.server.rstrip("/") + "/",
-            connector=aiohttp.TCPConnector(ssl=config.ssl, limit=100),
+            # No pool limit: every watch holds a connection for its life, and with
+            # a limit the watches of many kinds and namespaces took the whole pool
+            # while status writes and probes queued behind them (bench/scale.py:
+            # 400 watches, 100 connections, no run for minutes). Requests are
+            # bounded by the workers and runs that make them.
+            connector=aiohttp.TCPConnector(ssl=config.ssl, limit=0),
             headers={"User-Agent": f"ansible-operator/{__version__}"},
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
             trace_configs=self.trace_configs,
