@@ -5,7 +5,6 @@ operators on the shared cluster may touch the same objects, never ours."""
 from __future__ import annotations
 
 import re
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,16 +90,13 @@ def test_a_long_watch_namespace_list_reconciles_every_object_and_no_other(
         args=[SERVE_METRICS],
     )
     try:
-        started = time.monotonic()
         process.start()
         assert process.health("/readyz") == 200
-        ready_after = time.monotonic() - started
         for name in watched:
             wait_successful(kube_api, name, "present", timeout=240)
             assert process.metric(RECONCILED, namespace=name, name="present") > 0
         assert runs_of(process, unlisted) == 0
         assert process.metric(RECONCILED, namespace=unlisted) == 0
-        assert ready_after < 30, f"ready after {ready_after:.1f}s"
     finally:
         process.stop()
 

@@ -115,7 +115,8 @@ class StoreReader:
         return self.api.held(WIDGETS, name, namespace)
 
 
-async def test_reconciler_and_metrics_forget_deleted_objects() -> None:
+async def reconciled_widgets() -> tuple[FakeApi, Metrics, AnsibleReconciler]:
+    """Every widget of KEYS reconciled once by a reconciler with a fake runner."""
     api = FakeApi()
     for key in KEYS:
         api.put(WIDGETS, widget(key))
@@ -127,6 +128,11 @@ async def test_reconciler_and_metrics_forget_deleted_objects() -> None:
     reconciler = AnsibleReconciler(watch, WIDGETS, StoreReader(api), shared)
     for key in KEYS:
         await reconciler.reconcile(key)
+    return api, metrics, reconciler
+
+
+async def test_reconciler_and_metrics_forget_deleted_objects() -> None:
+    api, metrics, reconciler = await reconciled_widgets()
     assert len(reconciler._warned) == OBJECTS // 2  # only objects with warnings hold one
     assert metrics.exposition().decode().count("resource_created_at_seconds{") == OBJECTS
 
@@ -173,17 +179,7 @@ async def test_dependent_registry_forgets_the_writes_of_created_objects() -> Non
 
 
 async def test_reconciler_and_metrics_forget_a_namespace_that_left_the_scope() -> None:
-    api = FakeApi()
-    for key in KEYS:
-        api.put(WIDGETS, widget(key))
-    metrics = Metrics()
-    shared = Shared(api=api, options=Settings(), metrics=metrics, runner=FakeRunner())  # type: ignore[arg-type]
-    watch = Watch(
-        gvk=GVK("example.com", "v1", "Widget"), role=Path("roles/w"), playbook=None, vars={}
-    )
-    reconciler = AnsibleReconciler(watch, WIDGETS, StoreReader(api), shared)
-    for key in KEYS:
-        await reconciler.reconcile(key)
+    _api, metrics, reconciler = await reconciled_widgets()
 
     reconciler.forget_namespace("ns-7")  # relabelled out: nobody deleted its objects
 

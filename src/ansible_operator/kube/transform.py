@@ -110,25 +110,18 @@ def _share_keys(value: dict[str, Any]) -> tuple[dict[str, Any], int]:
     and an estimate of the bytes it holds: sys.getsizeof of its dicts, lists
     and values; shared keys are not counted, they are paid once per kind. One
     walk for both: this runs for every object the informer stores."""
-    keys, getsizeof = _KEYS, sys.getsizeof
+    keys = _KEYS
     shared = {}
-    size = getsizeof(value)
+    size = sys.getsizeof(value)
     for key, item in value.items():
         known = keys.get(key)
         if known is None:
             known = key
-            size += getsizeof(key)
+            size += sys.getsizeof(key)
             if len(key) <= _SHORT_KEY and len(keys) < KEYS_KEPT:
                 keys[key] = key
-        kind = type(item)
-        if kind is dict:
-            item, inner = _share_keys(item)
-            size += inner
-        elif kind is list:
-            item, inner = _share_in_list(item)
-            size += inner
-        elif item is not None and kind is not bool:
-            size += getsizeof(item)
+        item, inner = _share_value(item)
+        size += inner
         shared[known] = item
     return shared, size
 
@@ -137,17 +130,21 @@ def _share_in_list(items: list[Any]) -> tuple[list[Any], int]:
     shared = []
     size = sys.getsizeof(items)
     for item in items:
-        kind = type(item)
-        if kind is dict:
-            item, inner = _share_keys(item)
-            size += inner
-        elif kind is list:
-            item, inner = _share_in_list(item)
-            size += inner
-        elif item is not None and kind is not bool:
-            size += sys.getsizeof(item)
+        item, inner = _share_value(item)
+        size += inner
         shared.append(item)
     return shared, size
+
+
+def _share_value(item: Any) -> tuple[Any, int]:
+    kind = type(item)
+    if kind is dict:
+        return _share_keys(item)
+    if kind is list:
+        return _share_in_list(item)
+    if item is None or kind is bool:
+        return item, 0  # singletons, held once by the interpreter
+    return item, sys.getsizeof(item)
 
 
 def restore(obj: dict[str, Any], removed: Removed | None) -> dict[str, Any]:
