@@ -447,7 +447,8 @@ def report(phases: list[Phase], args: argparse.Namespace, startup_requests: floa
         print(
             f"{p.name:<8} {_cell(p.seconds_to_ready, '.2f', 7)} "
             f"{_cell(p.seconds_to_successful, '.1f', 12)} {_cell(p.objects_per_second, '.2f', 6)} "
-            f"{p.lost:>5} {p.most_runs:>8.0f} {_cell(p.rss_ready_mib, '.0f', 9)} "
+            f"{_cell(None if args.ready_only else p.lost, 'd', 5)} {p.most_runs:>8.0f} "
+            f"{_cell(p.rss_ready_mib, '.0f', 9)} "
             f"{_cell(p.rss_idle_mib, '.0f', 8)} {p.rss_peak_mib:>8.0f} {p.pss_peak_mib:>8.0f} "
             f"{_cell(None if p.cache_bytes is None else p.cache_bytes / MIB, '.1f', 9)} "
             f"{_cell(per_object, '.0f', 8)} "
