@@ -12,7 +12,7 @@ from typing import Any
 
 from ansible_operator.kube.cache import InformerCache
 from ansible_operator.kube.informer import Informer
-from ansible_operator.kube.transform import LAST_APPLIED, restore, strip
+from ansible_operator.kube.transform import LAST_APPLIED, restore, strip, transform
 from ansible_operator.kube.types import Resource
 from ansible_operator.observability.metrics import Metrics
 from ansible_operator.testing.fake_api import FakeApi
@@ -160,3 +160,38 @@ async def test_cache_metrics_count_objects_and_bytes_as_they_come_and_go() -> No
     await settle()
     assert scraped() == (0, 0)
     await cache.stop()
+
+
+def _depth(value: dict[str, Any], key: str) -> int:
+    depth = 0
+    while key in value:
+        value, depth = value[key], depth + 1
+    return depth
+
+
+def test_an_object_deeper_than_the_interpreter_recurses_is_stored_and_read_back() -> None:
+    """Whoever writes a custom object chooses its depth (the API server takes
+    thousands of levels; a RecursionError here would fail the kind's watch)."""
+    levels = 3000
+    deep: dict[str, Any] = {}
+    fields: dict[str, Any] = {}
+    spec, managed = deep, fields
+    for _ in range(levels):
+        spec["a"], managed["f:a"] = {}, {}
+        spec, managed = spec["a"], managed["f:a"]
+    obj = {
+        "metadata": {
+            "name": "deep",
+            "namespace": "ns",
+            "managedFields": [{"manager": "kubectl", "fieldsV1": fields}],
+        },
+        "spec": deep,
+    }
+
+    kept, removed, size = transform(obj)
+    read = restore(kept, removed)
+
+    assert size > levels * 64  # every level counted
+    assert _depth(read["spec"], "a") == levels
+    assert read["metadata"]["managedFields"][0]["manager"] == "kubectl"
+    assert _depth(read["metadata"]["managedFields"][0]["fieldsV1"], "f:a") == levels

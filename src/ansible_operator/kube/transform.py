@@ -92,7 +92,17 @@ def strip(obj: dict[str, Any]) -> Removed | None:
             del metadata["annotations"]  # it had only that one; `restore` makes it again
     if not taken:
         return None
-    return Removed(zlib.compress(json.dumps(taken, separators=(",", ":")).encode()))
+    try:
+        packed = json.dumps(taken, separators=(",", ":")).encode()
+    except RecursionError:
+        # Deeper than the encoder goes (the fields of an object thousands of
+        # levels deep): kept in place, unpacked, rather than lost.
+        if "managedFields" in taken:
+            metadata["managedFields"] = taken["managedFields"]
+        if "lastApplied" in taken:
+            metadata.setdefault("annotations", {})[LAST_APPLIED] = taken["lastApplied"]
+        return None
+    return Removed(zlib.compress(packed))
 
 
 # Field names repeat in every object of a kind, but each watch event is decoded
@@ -109,39 +119,43 @@ def _share_keys(value: dict[str, Any]) -> tuple[dict[str, Any], int]:
     """`value` rebuilt with its keys (at every depth) from the shared table,
     and an estimate of the bytes it holds: sys.getsizeof of its dicts, lists
     and values; shared keys are not counted, they are paid once per kind. One
-    walk for both: this runs for every object the informer stores."""
-    keys = _KEYS
-    shared = {}
-    size = sys.getsizeof(value)
-    for key, item in value.items():
-        known = keys.get(key)
-        if known is None:
-            known = key
-            size += sys.getsizeof(key)
-            if len(key) <= _SHORT_KEY and len(keys) < KEYS_KEPT:
-                keys[key] = key
-        item, inner = _share_value(item)
-        size += inner
-        shared[known] = item
-    return shared, size
+    walk for both: this runs for every object the informer stores. A loop,
+    not recursion: whoever writes an object chooses its depth (the API server
+    takes thousands of levels), and a RecursionError here would fail its
+    whole kind's watch."""
+    keys, getsizeof = _KEYS, sys.getsizeof
+    root: dict[str, Any] = {}
+    size = 0
+    pending: list[tuple[dict[str, Any] | list[Any], dict[str, Any] | list[Any]]] = [(value, root)]
+    while pending:
+        source, copy = pending.pop()
+        size += getsizeof(source)
+        if isinstance(copy, dict):
+            for key, item in source.items():  # type: ignore[union-attr]
+                known = keys.get(key)
+                if known is None:
+                    known = key
+                    size += getsizeof(key)
+                    if len(key) <= _SHORT_KEY and len(keys) < KEYS_KEPT:
+                        keys[key] = key
+                copy[known], item_size = _placed(item, pending)
+                size += item_size
+        else:
+            for item in source:
+                placed, item_size = _placed(item, pending)
+                copy.append(placed)
+                size += item_size
+    return root, size
 
 
-def _share_in_list(items: list[Any]) -> tuple[list[Any], int]:
-    shared = []
-    size = sys.getsizeof(items)
-    for item in items:
-        item, inner = _share_value(item)
-        size += inner
-        shared.append(item)
-    return shared, size
-
-
-def _share_value(item: Any) -> tuple[Any, int]:
+def _placed(item: Any, pending: list[Any]) -> tuple[Any, int]:
+    """What the copy holds for `item`: an empty container filled later (its
+    size counted then), or the value itself and its size."""
     kind = type(item)
-    if kind is dict:
-        return _share_keys(item)
-    if kind is list:
-        return _share_in_list(item)
+    if kind is dict or kind is list:
+        copy: dict[str, Any] | list[Any] = {} if kind is dict else []
+        pending.append((item, copy))
+        return copy, 0
     if item is None or kind is bool:
         return item, 0  # singletons, held once by the interpreter
     return item, sys.getsizeof(item)
