@@ -84,24 +84,21 @@ def strip(obj: dict[str, Any]) -> Removed | None:
         return None
     taken: dict[str, Any] = {}
     if "managedFields" in metadata:
-        taken["managedFields"] = metadata.pop("managedFields")
+        taken["managedFields"] = metadata["managedFields"]
     annotations = metadata.get("annotations")
     if isinstance(annotations, dict) and LAST_APPLIED in annotations:
-        taken["lastApplied"] = annotations.pop(LAST_APPLIED)
-        if not annotations:
-            del metadata["annotations"]  # it had only that one; `restore` makes it again
+        taken["lastApplied"] = annotations[LAST_APPLIED]
     if not taken:
         return None
     try:
         packed = json.dumps(taken, separators=(",", ":")).encode()
     except RecursionError:
-        # Deeper than the encoder goes (the fields of an object thousands of
-        # levels deep): kept in place, unpacked, rather than lost.
-        if "managedFields" in taken:
-            metadata["managedFields"] = taken["managedFields"]
-        if "lastApplied" in taken:
-            metadata.setdefault("annotations", {})[LAST_APPLIED] = taken["lastApplied"]
-        return None
+        return None  # deeper than the encoder goes (an object thousands of levels deep): kept
+    metadata.pop("managedFields", None)
+    if "lastApplied" in taken:
+        del annotations[LAST_APPLIED]
+        if not annotations:
+            del metadata["annotations"]  # it had only that one; `restore` makes it again
     return Removed(zlib.compress(packed))
 
 
