@@ -58,7 +58,16 @@ from ansible_operator.cluster import provide
 from ansible_operator.runner import proctree
 from ansible_operator.testing.manifests import apply_manifests
 from ansible_operator.testing.operator import OperatorProcess
-from reconcile import GROUP, HERE, PLURAL, VERSION, _memory_mib, memcached, metrics_url
+from reconcile import (
+    GROUP,
+    HERE,
+    PLURAL,
+    VERSION,
+    _memory_mib,
+    _successful,
+    memcached,
+    metrics_url,
+)
 from soak import _rss_mib
 
 # On the namespaces and the objects: this run's, for the selector scope, one
@@ -180,9 +189,7 @@ def is_successful(item: dict[str, Any], generation: int | None = None) -> bool:
     """Successful for its generation (or for `generation` or a later one)."""
     status = item.get("status") or {}
     wanted = generation if generation is not None else item["metadata"]["generation"]
-    return (status.get("observedGeneration") or 0) >= wanted and any(
-        c["type"] == "Successful" and c["status"] == "True" for c in status.get("conditions") or []
-    )
+    return (status.get("observedGeneration") or 0) >= wanted and _successful(item) is not None
 
 
 def count_successful(
