@@ -3,6 +3,7 @@
     .venv/bin/python bench/scale.py [--objects 1000] [--namespaces 100] [--workers 4]
                                     [--cap 2] [--mode warm|reference]
                                     [--scope list|selector|all] [--changed] [--ready-only]
+                                    [--memory-profile] [--tracemalloc FRAMES]
 
 Creates M namespaces carrying this run's label and N objects of bench/operator's
 Memcached-style kind spread over them (concurrently; creation rates reported),
@@ -30,6 +31,11 @@ their generation at the deadline, or once none more was for `--stall` seconds:
 the bench then exits non-zero). The namespaces are deleted at the end,
 concurrently, waiting `--cleanup-timeout` seconds at most. Runs gather no
 facts (ANSIBLE_GATHERING=explicit).
+
+`--memory-profile`: once settled, the operator's live objects by type (counts and
+bytes; taken by a thread of its own, bench/memory_profile/sitecustomize.py, so
+nothing is traced before). `--tracemalloc FRAMES` adds its allocations by source
+line and file, traced from its start (the RSS figures of such a run are inflated).
 """
 
 from __future__ import annotations
@@ -75,6 +81,7 @@ from soak import _rss_mib
 RUN_LABEL = "bench.ansible-operator.io/scale-run"
 SELECTOR_FLAG = "--watch-namespace-selector"
 MIB = 1024 * 1024
+PROFILER = HERE.parent / "memory_profile"  # its sitecustomize answers profile requests
 
 
 @dataclass
@@ -337,6 +344,7 @@ def run_phases(
     custom = client.CustomObjectsApi(api)
     selector = f"{RUN_LABEL}={run}"
     scope_args, scope_env = scope_settings(args.scope, run, namespaces)
+    profile_dir = Path(tempfile.mkdtemp(prefix=f"ansible-operator-scale-{run}-profile-"))
     operator = OperatorProcess(
         HERE / "watches.yaml",
         kubeconfig,
@@ -349,7 +357,7 @@ def run_phases(
             "--metrics-bind-address=127.0.0.1:0",
             *scope_args,
         ],
-        env=scope_env | {"ANSIBLE_GATHERING": "explicit"},
+        env=scope_env | {"ANSIBLE_GATHERING": "explicit"} | profiler_env(args, profile_dir),
     )
     print(f"operator log: {operator.log_path}", file=sys.stderr)
     present = Phase("present", args.objects)
@@ -382,9 +390,34 @@ def run_phases(
             if args.changed:
                 sampler.reset()
                 phases.append(change_all(custom, selector, args, sampler, runner_root))
+            if args.memory_profile or args.tracemalloc:
+                print(memory_profile(operator.process.pid, profile_dir))
     finally:
         operator.stop()
     return phases, startup_requests
+
+
+def profiler_env(args: argparse.Namespace, folder: Path) -> dict[str, str]:
+    """The environment under which the operator answers memory profile requests."""
+    if not (args.memory_profile or args.tracemalloc):
+        return {}
+    paths = [str(PROFILER), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {"PYTHONPATH": os.pathsep.join(paths), "ANSIBLE_OPERATOR_MEMORY_PROFILE": str(folder)}
+    if args.tracemalloc:
+        env["ANSIBLE_OPERATOR_TRACEMALLOC"] = str(args.tracemalloc)
+    return env
+
+
+def memory_profile(pid: int, folder: Path, timeout: float = 600.0) -> str:
+    """The settled operator's memory profile (bench/memory_profile/sitecustomize.py)."""
+    (folder / f"{pid}.request").touch()
+    answer = folder / f"{pid}.txt"
+    deadline = time.monotonic() + timeout
+    while not answer.exists():
+        if time.monotonic() > deadline:
+            return f"no memory profile from the operator in {timeout:.0f} s"
+        time.sleep(1.0)
+    return f"\nthe operator's memory, settled (pid {pid}):\n{answer.read_text()}"
 
 
 def change_all(
@@ -497,6 +530,18 @@ def main() -> None:
         "--stall", type=float, default=180.0, help="seconds without progress before giving up"
     )
     parser.add_argument("--cleanup-timeout", type=float, default=120.0)
+    parser.add_argument(
+        "--memory-profile",
+        action="store_true",
+        help="once settled, print the operator's live objects by type (no cost before)",
+    )
+    parser.add_argument(
+        "--tracemalloc",
+        type=int,
+        metavar="FRAMES",
+        help="trace the operator's allocations from its start, and print them by source "
+        "once settled (costs memory and time: its RSS figures are not the plain operator's)",
+    )
     args = parser.parse_args()
     if args.namespaces < 1:
         parser.error("--namespaces must be at least 1")
