@@ -1,6 +1,6 @@
 """A run's reads answered from the operator's cache are what the API server
-would answer, although the cache stores objects without managedFields and the
-last-applied annotation (kube/transform.py): a real role applies a ConfigMap
+would answer, although the cache stores objects packed (kube/transform.py):
+a real role applies a ConfigMap
 twice with `k8s` `apply: true`, the second time without a field (client-side
 apply finds it in the last-applied annotation of the cached read, and removes
 it), and reads it with `k8s_info`, managedFields included."""

@@ -1,7 +1,7 @@
-"""What the informer keeps of each object (kube/transform.py): the store and
-its listeners hold one copy without managedFields and the last-applied
-annotation; every read (the reconciler's, the proxy's) gets the object back as
-the API server sent it; and the memory held is reported as it comes and goes."""
+"""What the informer keeps of each object (kube/transform.py): the object
+packed; listeners hear the objects as served; every read (the reconciler's,
+the proxy's) gets its own copy of the object as the API server sent it; and
+the memory held is reported as it comes and goes."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ from typing import Any
 
 from ansible_operator.kube.cache import InformerCache
 from ansible_operator.kube.informer import Informer
-from ansible_operator.kube.transform import LAST_APPLIED, restore, strip, transform
+from ansible_operator.kube.transform import hold
 from ansible_operator.kube.types import Resource
 from ansible_operator.observability.metrics import Metrics
 from ansible_operator.testing.fake_api import FakeApi
 from ansible_operator.testing.metrics import metric_value
 
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 WIDGETS = Resource("example.com", "v1", "Widget", "widgets", True)
 INFORMER = "example.com/v1/widgets"
 
@@ -47,28 +48,15 @@ def as_served(name: str, rv: int = 1, **annotations: str) -> dict[str, Any]:
     }
 
 
-def test_strip_drops_managed_fields_and_last_applied_and_restore_gives_them_back() -> None:
+def test_an_object_is_held_packed_and_read_back_as_served() -> None:
     served = as_served("w", team="blue")
-    kept = copy.deepcopy(served)
-    removed = strip(kept)
-    assert "managedFields" not in kept["metadata"]
-    assert kept["metadata"]["annotations"] == {"team": "blue"}
-    assert restore(kept, removed) == served
-
-
-def test_an_object_whose_only_annotation_was_last_applied_comes_back_the_same() -> None:
-    served = as_served("w")
-    kept = copy.deepcopy(served)
-    removed = strip(kept)
-    assert "annotations" not in kept["metadata"]
-    assert restore(kept, removed) == served
-
-
-def test_an_object_with_nothing_to_drop_is_kept_whole() -> None:
-    plain = {"metadata": {"name": "w", "annotations": {"a": "b"}}, "data": {"k": "v"}}
-    kept = copy.deepcopy(plain)
-    assert strip(kept) is None
-    assert kept == plain and restore(kept, None) is kept
+    held = hold(copy.deepcopy(served))
+    assert held.whole is None and held.packed is not None
+    assert held.version == 1
+    assert held.unpack() == served
+    assert held.unpack() is not held.unpack()  # each read its own copy
+    # Packed, a served Widget is a few hundred bytes: its dicts took kilobytes.
+    assert held.size < len(json.dumps(served))
 
 
 async def fed(api: FakeApi, *objects: dict[str, Any]) -> tuple[Informer, list[Any]]:
@@ -86,24 +74,46 @@ async def settle() -> None:
         await asyncio.sleep(0.01)
 
 
-async def test_listeners_share_the_stored_copy_and_reads_get_the_object_as_served() -> None:
+async def test_listeners_and_reads_get_the_object_as_served_each_its_own_copy() -> None:
     api = FakeApi()
     informer, heard = await fed(api, as_served("listed"))
     api.send(WIDGETS, "ADDED", as_served("watched", rv=2))
     await settle()
 
     for name in ("listed", "watched"):
-        held = next(obj for obj in heard if obj["metadata"]["name"] == name)
-        assert "managedFields" not in held["metadata"]
-        assert LAST_APPLIED not in held["metadata"].get("annotations", {})
-        assert informer._store[("team", name)] is held  # one copy, not one per reader
+        told = next(obj for obj in heard if obj["metadata"]["name"] == name)
+        assert told["metadata"]["managedFields"][0]["manager"] == "kubectl-client-side-apply"
         read = informer.get("team", name)
         assert read is not None
-        assert read["metadata"]["managedFields"][0]["manager"] == "kubectl-client-side-apply"
-        assert LAST_APPLIED in read["metadata"]["annotations"]
+        assert read == told
+        read["spec"]["size"] = 99  # a reader that changes its copy changes no one else's
+        again = informer.get("team", name)
+        assert again is not None and again["spec"]["size"] == 2
+        assert LAST_APPLIED in again["metadata"]["annotations"]
     assert [obj["metadata"]["managedFields"] for obj in informer.list("team")] == [
         as_served("x")["metadata"]["managedFields"]
     ] * 2
+    await informer.stop()
+
+
+async def test_a_change_tells_listeners_the_previous_object_as_it_was() -> None:
+    api = FakeApi()
+    told: list[tuple[str, Any, Any]] = []
+    api.put(WIDGETS, as_served("w"))
+    informer = Informer(api, WIDGETS, on_event=lambda *event: told.append(event))  # type: ignore[arg-type]
+    await informer.start()
+    await informer.wait_synced()
+    changed = as_served("w", rv=2, team="red")
+    api.send(WIDGETS, "MODIFIED", changed)
+    api.send(WIDGETS, "DELETED", as_served("w", rv=3, team="red"))
+    await settle()
+
+    (_, _, listed), (modified, before, after), (deleted, last, gone) = told
+    assert (modified, deleted) == ("MODIFIED", "DELETED")
+    assert before == listed and before["metadata"]["resourceVersion"] == "1"
+    assert after["metadata"]["annotations"]["team"] == "red"
+    assert last == after and gone["metadata"]["resourceVersion"] == "3"
+    assert informer.get("team", "w") is None
     await informer.stop()
 
 
@@ -146,8 +156,8 @@ async def test_cache_metrics_count_objects_and_bytes_as_they_come_and_go() -> No
 
     objects, held = scraped()
     assert objects == 100
-    # What the store holds of a stripped Widget: hundreds of bytes, not kilobytes.
-    assert 200 < held / objects < 2000
+    # What the store holds of a packed Widget: hundreds of bytes, not kilobytes.
+    assert 200 < held / objects < 1000
 
     for number in range(50):
         api.send(WIDGETS, "DELETED", as_served(f"w{number}", rv=1000 + number))
@@ -188,10 +198,13 @@ def test_an_object_deeper_than_the_interpreter_recurses_is_stored_and_read_back(
         "spec": deep,
     }
 
-    kept, removed, size = transform(obj)
-    read = restore(kept, removed)
+    held = hold(obj)
+    read = held.unpack()
 
-    assert size > levels * 64  # every level counted
+    if held.whole is None:  # the encoder went that deep (Python 3.12+): packed
+        assert held.packed is not None and held.size > len(held.packed)
+    else:  # kept as it came, every level counted
+        assert held.size > levels * 64
     assert _depth(read["spec"], "a") == levels
     assert read["metadata"]["managedFields"][0]["manager"] == "kubectl"
     assert _depth(read["metadata"]["managedFields"][0]["fieldsV1"], "f:a") == levels

@@ -12,9 +12,9 @@ kube/namespace_scope.py) and telling its listeners what changed.
   the wait ends early when the kubeconfig changes.
 - A changed kubeconfig (kube/config.py): relist, since the new server may be
   another cluster whose resourceVersions mean nothing here.
-- The store keeps each object without managedFields and the last-applied
-  annotation (kube/transform.py): listeners see that shared copy; `get` and
-  `list` put them back, answering as the server would.
+- The store keeps each object packed (kube/transform.py): listeners hear
+  the objects as they arrive (and the previous one unpacked), and each `get`
+  and `list` unpacks its own copy, answering as the server would.
 - Memory held is counted as objects come and go (`held_objects`,
   `held_bytes`), so reporting it costs nothing per object.
 
@@ -62,7 +62,7 @@ from typing import Any
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.kube.namespace_scope import NamespaceScope
 from ansible_operator.kube.selectors import field_predicate, label_predicate
-from ansible_operator.kube.transform import Removed, restore, transform
+from ansible_operator.kube.transform import Held, hold, resource_version
 from ansible_operator.kube.types import Resource
 
 log = logging.getLogger("ansible_operator.informer")
@@ -82,22 +82,16 @@ DISPATCH_BATCH = 250
 EVERY_NAMESPACE = NamespaceScope()
 
 
+def _unpacked(held: Held | None) -> dict[str, Any] | None:
+    return None if held is None else held.unpack()
+
+
 def _key(obj: dict[str, Any]) -> StoreKey:
     metadata = obj.get("metadata") or {}
     return (metadata.get("namespace") or "", metadata.get("name") or "")
 
 
-_Written = tuple[int, dict[str, Any] | None, Removed | None]  # version, object, its remainder
-
-
-def _version(obj: dict[str, Any] | None) -> int | None:
-    if obj is None:
-        return None
-    raw = (obj.get("metadata") or {}).get("resourceVersion")
-    try:
-        return int(raw)
-    except (TypeError, ValueError):
-        return None
+_Written = tuple[int, Held | None]  # version, what was written (None: deleted)
 
 
 class Informer:
@@ -125,9 +119,7 @@ class Informer:
         self.label_selector = label_selector
         self._listeners: list[EventListener] = [on_event] if on_event is not None else []
         self.name = name or f"{resource.group or 'core'}/{resource.version}/{resource.plural}"
-        self._store: dict[StoreKey, dict[str, Any]] = {}
-        # Per stored object: its estimated bytes, and what the transform took.
-        self._held: dict[StoreKey, tuple[int, Removed | None]] = {}
+        self._store: dict[StoreKey, Held] = {}
         self._held_bytes = 0
         # Read-your-writes: what runs wrote (or deleted: None) through the proxy,
         # until the watch catches up. Kept apart from the store, so the watch's
@@ -198,8 +190,8 @@ class Informer:
         """`listener` hears every change from now on, after ADDED for each object
         the store already holds."""
         self._listeners.append(listener)
-        for obj in list(self._store.values()):
-            self._tell(listener, "ADDED", None, obj)
+        for held in list(self._store.values()):
+            self._tell(listener, "ADDED", None, held.unpack())
 
     def covers(self, namespace: str | None) -> bool:
         """Whether the store holds the objects of `namespace` (None: of every namespace)."""
@@ -244,19 +236,24 @@ class Informer:
 
     # ----- reads ------------------------------------------------------------
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
-        """The object as the server has it (what the transform took put back)."""
+        """The object as the server has it: a copy of its own."""
         key = (namespace or "", name)
-        stored = self._store.get(key)
-        written = self._written.get(key)
+        written = self._newer_write(key)
         if written is not None:
-            version, obj, removed = written
-            stored_version = _version(stored)
-            if stored_version is None or stored_version < version:
-                return None if obj is None else restore(obj, removed)
-            del self._written[key]  # the watch has caught up
-        if stored is None:
+            return None if written[1] is None else written[1].unpack()
+        held = self._store.get(key)
+        return None if held is None else held.unpack()
+
+    def _newer_write(self, key: StoreKey) -> _Written | None:
+        """What a run wrote (or deleted) that the watch has not delivered yet."""
+        written = self._written.get(key)
+        if written is None:
             return None
-        return restore(stored, self._held[key][1])
+        held = self._store.get(key)
+        if held is None or held.version is None or held.version < written[0]:
+            return written
+        del self._written[key]  # the watch has caught up
+        return None
 
     def list(
         self,
@@ -269,13 +266,16 @@ class Informer:
         selector only the server can evaluate."""
         labels_match = label_predicate(label_selector)
         fields_match = field_predicate(field_selector)
-        keys = sorted(set(self._store) | set(self._written))
+        keys = sorted(
+            key
+            for key in set(self._store) | set(self._written)
+            if namespace is None or key[0] == namespace  # unpack only what is asked for
+        )
         current = (self.get(*key) for key in keys)
         return [
             obj
             for obj in current
             if obj is not None
-            and (namespace is None or (obj.get("metadata") or {}).get("namespace") == namespace)
             and labels_match((obj.get("metadata") or {}).get("labels") or {})
             and fields_match(obj)
         ]
@@ -289,7 +289,7 @@ class Informer:
 
     @property
     def held_bytes(self) -> int:
-        """Estimated bytes of the stored objects (kube/transform.py `transform`)."""
+        """Estimated bytes of the stored objects (kube/transform.py `Held.size`)."""
         return self._held_bytes
 
     def remember(self, obj: dict[str, Any], *, deleted: bool = False) -> None:
@@ -297,20 +297,21 @@ class Informer:
         read back at once, before the watch delivers it. Never hides a newer copy,
         and never holds an object outside the scope."""
         key = _key(obj)
-        new_version = _version(obj)
+        new_version = resource_version(obj)
         if new_version is None or not self.scope.contains(key[0]):
             return
-        newest = _version(self.get(*key))
+        newest = self._newest_version(key)
         if newest is not None and newest > new_version:
             return
-        if deleted:
-            self._written[key] = (new_version, None, None)
-            return
-        obj = dict(obj, metadata=dict(obj.get("metadata") or {}))  # the caller's stays whole
-        if isinstance(obj["metadata"].get("annotations"), dict):
-            obj["metadata"]["annotations"] = dict(obj["metadata"]["annotations"])
-        kept, removed, _ = transform(obj)
-        self._written[key] = (new_version, kept, removed)
+        self._written[key] = (new_version, None if deleted else hold(obj))
+
+    def _newest_version(self, key: StoreKey) -> int | None:
+        """The resourceVersion `get` would answer with (None: none held)."""
+        written = self._newer_write(key)
+        if written is not None:
+            return None if written[1] is None else written[0]
+        held = self._store.get(key)
+        return None if held is None else held.version
 
     # ----- the loop ---------------------------------------------------------
     async def _run(self, namespace: str | None) -> None:
@@ -391,7 +392,7 @@ class Informer:
                 continue  # a cluster-wide list: another namespace's
             item.setdefault("apiVersion", self.resource.api_version)
             item.setdefault("kind", self.resource.kind)
-            fresh[key] = transform(item)
+            fresh[key] = (item, hold(item))
             if len(fresh) % DISPATCH_BATCH == 0:
                 await asyncio.sleep(0)  # a list of thousands: other tasks run meanwhile
         version = (listing.get("metadata") or {}).get("resourceVersion") or ""
@@ -400,17 +401,17 @@ class Informer:
         for number, key in enumerate(gone, 1):
             old = self._drop(key)
             if old is not None:
-                self._dispatch("DELETED", old, None)
+                self._dispatch("DELETED", old.unpack(), None)
             if number % DISPATCH_BATCH == 0:
                 await asyncio.sleep(0)
-        for number, (key, (item, removed, size)) in enumerate(fresh.items(), 1):
+        for number, (key, (item, held)) in enumerate(fresh.items(), 1):
             if self.scope.contains(key[0]):  # it may have left while we yielded
                 old = self._store.get(key)
-                self._put(key, item, removed, size)
+                self._put(key, held)
                 if old is None:
                     self._dispatch("ADDED", None, item)
-                elif _version(old) != _version(item):
-                    self._dispatch("MODIFIED", old, item)
+                elif old.version != held.version:
+                    self._dispatch("MODIFIED", old.unpack(), item)
             if number % DISPATCH_BATCH == 0:
                 await asyncio.sleep(0)
         self._listed.add(namespace)
@@ -442,15 +443,14 @@ class Informer:
         for number, item in enumerate(listing.get("items") or [], 1):
             key = _key(item)
             old = self._store.get(key)
-            old_version, item_version = _version(old), _version(item)
-            newer_held = old_version is not None and (item_version or 0) <= old_version
+            old_version = None if old is None else old.version
+            newer_held = old_version is not None and (resource_version(item) or 0) <= old_version
             if key in deleted or newer_held or not self.scope.contains(key[0]):
                 continue
             item.setdefault("apiVersion", self.resource.api_version)
             item.setdefault("kind", self.resource.kind)
-            item, removed, size = transform(item)
-            self._put(key, item, removed, size)
-            self._dispatch("ADDED" if old is None else "MODIFIED", old, item)
+            self._put(key, hold(item))
+            self._dispatch("ADDED" if old is None else "MODIFIED", _unpacked(old), item)
             if number % DISPATCH_BATCH == 0:
                 await asyncio.sleep(0)
         self._deleted_while_entering.pop(namespace, None)
@@ -469,35 +469,32 @@ class Informer:
             return version  # a cluster-wide watch: another namespace's
         obj.setdefault("apiVersion", self.resource.api_version)
         obj.setdefault("kind", self.resource.kind)
-        obj, removed, size = transform(obj)
         old = self._store.get(key)
         if kind == "DELETED":
             self._drop(key)
-            self._forget_written(key, _version(obj))
+            self._forget_written(key, resource_version(obj))
             if key[0] in self._deleted_while_entering:
                 self._deleted_while_entering[key[0]].add(key)
-            self._dispatch("DELETED", old, obj)
+            self._dispatch("DELETED", _unpacked(old), obj)
         elif kind in ("ADDED", "MODIFIED"):
-            self._put(key, obj, removed, size)
-            self._dispatch("ADDED" if old is None else "MODIFIED", old, obj)
+            self._put(key, hold(obj))
+            self._dispatch("ADDED" if old is None else "MODIFIED", _unpacked(old), obj)
         return version
 
     # ----- the store ----------------------------------------------------------
-    def _put(self, key: StoreKey, obj: dict[str, Any], removed: Removed | None, size: int) -> None:
+    def _put(self, key: StoreKey, held: Held) -> None:
         if key in self._store:
             self._drop(key)
-        self._store[key] = obj
-        self._held[key] = (size, removed)
-        self._held_bytes += size
-        self._forget_written(key, _version(obj))
+        self._store[key] = held
+        self._held_bytes += held.size
+        self._forget_written(key, held.version)
 
-    def _drop(self, key: StoreKey) -> dict[str, Any] | None:
-        obj = self._store.pop(key, None)
-        if obj is not None:
-            size, _ = self._held.pop(key)
-            self._held_bytes -= size
-            self._forget_written(key, _version(obj))
-        return obj
+    def _drop(self, key: StoreKey) -> Held | None:
+        held = self._store.pop(key, None)
+        if held is not None:
+            self._held_bytes -= held.size
+            self._forget_written(key, held.version)
+        return held
 
     def _forget_written(self, key: StoreKey, seen: int | None) -> None:
         """The watch has delivered `seen`: a write it covers is no longer

@@ -1,45 +1,39 @@
-"""What an informer keeps of each object (controller-runtime's cache transform,
-`cache.TransformStripManagedFields`), and how a read gets the rest back.
+"""What an informer keeps of each object: the object as the API server sent it,
+packed (compact JSON, zlib), and unpacked for each read.
 
-Dropped from the stored copy, as items enter the store (`Informer._relist`,
-`_apply`, `remember`), before any listener sees them:
+Why packed rather than the decoded dicts (or dicts with parts dropped, as
+controller-runtime's `cache.TransformStripManagedFields` does, and as this
+module did before): in Python, an object's containers cost far more than its
+text. Held per object (bench/cache_memory.py, tracemalloc, as the watch
+delivers them; dicts -> packed): a Deployment as bench/scale.py's role leaves
+it 14.6 kB -> 1.2 kB, its Service 8.1 -> 0.9 kB, its ConfigMap 4.7 -> 0.7 kB,
+a custom object after `kubectl apply` and a few reconciles 13.2 -> 1.3 kB.
+Dropping managedFields and last-applied and sharing field names (the previous
+form) took the custom object only to 4.6 kB and the Deployment to 5.5 kB; at
+10,000 owners with three dependents each, that was still 130 MiB of cache,
+most of the operator's memory (bench/scale.py).
 
-- `metadata.managedFields`: the API server's field ownership, a tree of
-  `f:<name>` keys as deep as the object itself, one per manager. In a Python
-  dict it is commonly the biggest part of an object (every `{}` leaf is a dict
-  of its own). Nothing in the operator reads it; predicates ignore it.
-- the `kubectl.kubernetes.io/last-applied-configuration` annotation: a JSON
-  string repeating the whole applied manifest.
+What that buys besides memory:
 
-Shared rather than dropped: field names. Each watch event is decoded on its
-own, so each object would hold its own "metadata", "lastTransitionTime"...;
-the stored copy takes its keys from one bounded table (`_share_keys`).
+- Nothing is dropped: every read (the reconciler's `_<group>_<kind>`, the
+  proxy's cached GET and LIST) answers exactly what the server sent,
+  managedFields and last-applied included (kubernetes.core's client-side
+  `apply` reads last-applied to find the fields a manifest no longer has; a
+  role may read managedFields with k8s_info), and listeners see the objects
+  as sent, as before any transform.
+- Each read is its own copy: no reader can change what another one reads.
 
-Measured (bench/cache_memory.py, a custom object as `kubectl apply` and a few
-reconciles leave it): 13.2 kB held per object before, 4.6 kB after.
+What it costs: one encode and compress per object entering the store (some
+tens of microseconds for a few kB, about what decoding it from the watch
+cost) and one decompress and decode per read (the reconciler reads its object
+once per reconcile, a run's `k8s` task once per object it touches; a LIST
+unpacks only the namespace it asks for, but a LIST of a whole kind of
+thousands of objects blocks the loop for a few tenths of a second).
 
-Not dropped, on purpose: the stored copy is a run's cached read too.
-
-- The API proxy answers runs' GET and LIST from these stores (proxy/rules/
-  cache_read.py), and the reconciler passes the whole object to the role
-  (`_<group>_<kind>`). kubernetes.core's `k8s` with `apply: true` is a
-  client-side apply: it reads the existing object's last-applied annotation
-  to find the fields the new manifest no longer has; without it a removed
-  field would silently stay. A role may also read `managedFields` with
-  `k8s_info`. So what is dropped is kept beside the store, packed (compact
-  JSON, zlib: the `f:` trees compress well), and `Informer.get`/`list` put it
-  back: every read answers exactly what the API server would, and the proxy
-  keeps its cache hits. Making those reads cache misses instead would send
-  nearly every read to the server (every object has managedFields), and
-  keeping the dropped parts as dicts is what costs the memory.
-- `status`: the dependent predicates (watchDependentStatus) and runs read it.
-- Secrets' and ConfigMaps' `data`: runs read them through the proxy
-  (controller-runtime operators drop them when nothing reads them; here a
-  role may). A store of metadata only (controller-runtime's metadata-only
-  watches) would do for dependents' events, but not for the proxy's reads.
-- `uid`, `ownerReferences`, `labels`, `generation`, `creationTimestamp`,
-  `deletionTimestamp`, `finalizers`: handlers, predicates, finalizers and
-  metrics read them.
+An object deeper than the JSON encoder recurses (whoever writes a custom
+object chooses its depth: the API server takes thousands of levels) is kept
+as the dict it came as, and read back as that same dict: a RecursionError
+here would fail its whole kind's watch.
 """
 
 from __future__ import annotations
@@ -50,126 +44,77 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+# zlib's fastest level: 5-10 % bigger than its default on these objects, at a
+# third of the time; every object entering the store pays it.
+LEVEL = 1
 
 
 @dataclass(frozen=True, slots=True)
-class Removed:
-    """What `strip` took from one object, packed: a few hundred bytes where
-    the dicts took kilobytes."""
+class Held:
+    """One object as the store keeps it."""
 
-    packed: bytes
+    version: int | None  # metadata.resourceVersion, compared without unpacking
+    size: int  # estimated bytes held, as ansible_operator_cache_bytes reports them
+    packed: bytes | None
+    whole: dict[str, Any] | None = None  # an object too deep to encode
 
     def unpack(self) -> dict[str, Any]:
-        unpacked: dict[str, Any] = json.loads(zlib.decompress(self.packed))
-        return unpacked
-
-
-def transform(obj: dict[str, Any]) -> tuple[dict[str, Any], Removed | None, int]:
-    """What the store keeps of `obj` (fresh from the decoder: `strip` changes it),
-    what `restore` needs to give the rest back, and the estimated bytes held."""
-    removed = strip(obj)
-    kept, size = _share_keys(obj)
-    if removed is not None:
-        size += sys.getsizeof(removed.packed)
-    return kept, removed, size
-
-
-def strip(obj: dict[str, Any]) -> Removed | None:
-    """Drop managedFields and the last-applied annotation from `obj`, in place
-    (it is the informer's own copy, fresh from the decoder); what was dropped,
-    or None if there was nothing to drop."""
-    metadata = obj.get("metadata")
-    if not isinstance(metadata, dict):
-        return None
-    taken: dict[str, Any] = {}
-    if "managedFields" in metadata:
-        taken["managedFields"] = metadata["managedFields"]
-    annotations = metadata.get("annotations")
-    if isinstance(annotations, dict) and LAST_APPLIED in annotations:
-        taken["lastApplied"] = annotations[LAST_APPLIED]
-    if not taken:
-        return None
-    try:
-        packed = json.dumps(taken, separators=(",", ":")).encode()
-    except RecursionError:
-        return None  # deeper than the encoder goes (an object thousands of levels deep): kept
-    metadata.pop("managedFields", None)
-    if "lastApplied" in taken:
-        del annotations[LAST_APPLIED]
-        if not annotations:
-            del metadata["annotations"]  # it had only that one; `restore` makes it again
-    return Removed(zlib.compress(packed))
-
-
-# Field names repeat in every object of a kind, but each watch event is decoded
-# on its own, so each object would hold its own copies of "metadata",
-# "lastTransitionTime" and the rest (a list's items share them: the decoder
-# memoizes keys within one document). One table for all, bounded: keys are
-# mostly a small vocabulary, but label and data keys are the users'.
-_KEYS: dict[str, str] = {}
-KEYS_KEPT = 16_384
-_SHORT_KEY = 64
-
-
-def _share_keys(value: dict[str, Any]) -> tuple[dict[str, Any], int]:
-    """`value` rebuilt with its keys (at every depth) from the shared table,
-    and an estimate of the bytes it holds: sys.getsizeof of its dicts, lists
-    and values; shared keys are not counted, they are paid once per kind. One
-    walk for both: this runs for every object the informer stores. A loop,
-    not recursion: whoever writes an object chooses its depth (the API server
-    takes thousands of levels), and a RecursionError here would fail its
-    whole kind's watch."""
-    keys, getsizeof = _KEYS, sys.getsizeof
-    root: dict[str, Any] = {}
-    size = 0
-    pending: list[tuple[dict[str, Any] | list[Any], dict[str, Any] | list[Any]]] = [(value, root)]
-    while pending:
-        source, copy = pending.pop()
-        size += getsizeof(source)
-        if isinstance(copy, dict):
-            for key, item in source.items():  # type: ignore[union-attr]
-                known = keys.get(key)
-                if known is None:
-                    known = key
-                    size += getsizeof(key)
-                    if len(key) <= _SHORT_KEY and len(keys) < KEYS_KEPT:
-                        keys[key] = key
-                copy[known], item_size = _placed(item, pending)
-                size += item_size
-        else:
-            for item in source:
-                placed, item_size = _placed(item, pending)
-                copy.append(placed)
-                size += item_size
-    return root, size
-
-
-def _placed(item: Any, pending: list[Any]) -> tuple[Any, int]:
-    """What the copy holds for `item`: an empty container filled later (its
-    size counted then), or the value itself and its size."""
-    kind = type(item)
-    if kind is dict or kind is list:
-        copy: dict[str, Any] | list[Any] = {} if kind is dict else []
-        pending.append((item, copy))
-        return copy, 0
-    if item is None or kind is bool:
-        return item, 0  # singletons, held once by the interpreter
-    return item, sys.getsizeof(item)
-
-
-def restore(obj: dict[str, Any], removed: Removed | None) -> dict[str, Any]:
-    """`obj` as the API server sent it: a new top level and metadata, the rest
-    shared with the stored copy (readers copy before they change anything)."""
-    if removed is None:
+        """The object as the server sent it: a new copy, unless it was too deep to pack."""
+        if self.packed is None:
+            assert self.whole is not None
+            return self.whole
+        obj: dict[str, Any] = json.loads(zlib.decompress(self.packed))
         return obj
-    taken = removed.unpack()
-    metadata = dict(obj.get("metadata") or {})
-    if "lastApplied" in taken:
-        metadata["annotations"] = {
-            **(metadata.get("annotations") or {}),
-            LAST_APPLIED: taken["lastApplied"],
-        }
-    if "managedFields" in taken:
-        metadata["managedFields"] = taken["managedFields"]
-    return {**obj, "metadata": metadata}
+
+
+def hold(obj: dict[str, Any]) -> Held:
+    """What the store keeps of `obj`."""
+    version = resource_version(obj)
+    try:
+        encoded = json.dumps(obj, separators=(",", ":")).encode()
+    except RecursionError:
+        return Held(version, _estimate(obj) + _entry_size(obj), None, obj)
+    packed = zlib.compress(encoded, LEVEL)
+    return Held(version, sys.getsizeof(packed) + _entry_size(obj), packed)
+
+
+def resource_version(obj: dict[str, Any] | None) -> int | None:
+    if obj is None:
+        return None
+    raw = (obj.get("metadata") or {}).get("resourceVersion")
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        return None
+
+
+# What each stored object costs beside its bytes: a Held, its version, the
+# store's key (a tuple of its namespace and name) and the store's slot for it.
+_HELD_OVERHEAD = sys.getsizeof(Held(1 << 40, 0, b"")) + sys.getsizeof(1 << 40)
+_ENTRY_OVERHEAD = _HELD_OVERHEAD + sys.getsizeof(("", "")) + 3 * 8 * 3 // 2
+
+
+def _entry_size(obj: dict[str, Any]) -> int:
+    metadata = obj.get("metadata") or {}
+    return (
+        _ENTRY_OVERHEAD
+        + sys.getsizeof(metadata.get("namespace") or "")
+        + sys.getsizeof(metadata.get("name") or "")
+    )
+
+
+def _estimate(value: Any) -> int:
+    """Bytes held by `value` and everything in it (sys.getsizeof of each part).
+    A loop, not recursion: it is only called for objects too deep to encode."""
+    size = 0
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        size += sys.getsizeof(item)
+        if isinstance(item, dict):
+            for key, inner in item.items():
+                size += sys.getsizeof(key)
+                pending.append(inner)
+        elif isinstance(item, list):
+            pending.extend(item)
+    return size
