@@ -22,6 +22,7 @@ from ansible_operator.runner.warm import (
     plugin_preload,
     prebuild,
     runner_patches,
+    task_inline,
     template_cache,
     worker_prefill,
 )
@@ -41,6 +42,8 @@ ACCELERATIONS: tuple[Acceleration, ...] = (
     bytecode.ACCELERATION,
     local_tmp.ACCELERATION,
     runner_patches.WORKER_GC_ACCELERATION,
+    # After worker-gc-freeze, so that a task run here does not freeze the heap.
+    task_inline.ACCELERATION,
     runner_patches.PTY_CLOSE_ACCELERATION,
     runner_patches.EVENT_FILES_ACCELERATION,
 )

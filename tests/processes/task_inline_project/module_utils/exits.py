@@ -1,0 +1,5 @@
+import sys
+
+
+def leave():
+    sys.exit(3)
