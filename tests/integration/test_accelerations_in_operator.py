@@ -64,7 +64,7 @@ def test_accelerations_are_logged_at_start_and_exposed_with_their_use(
     hits = "ansible_operator_acceleration_hits_total"
     assert metric(text, enabled, "pty-close-without-delay") == 0
     assert metric(text, hits, "pty-close-without-delay") == 0
-    for name in ("playbook-in-fork", "template-cache", "warm-module-interpreter"):
+    for name in ("playbook-in-fork", "template-cache", "warm-module-interpreter", "task-inline"):
         assert metric(text, enabled, name) == 1
         assert metric(text, hits, name) > 0, name
 
