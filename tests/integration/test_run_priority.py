@@ -103,7 +103,7 @@ async def test_reconcile_runs_yield_the_cpu_to_admission_runs(
     )
     await host.start()
     try:
-        assert (host.warm is not None) == (mode == "warm")
+        assert (await host.warm_processes() is not None) == (mode == "warm")
         for nice in (priority.RECONCILE, priority.ADMISSION):
             result = await host.run(plan_of(role, nice), on_event=hear)
             assert result.succeeded, result.message

@@ -105,6 +105,7 @@ class RunnerHost:
         self.live_output = live_output
         self.receiver = EventReceiver(scratch / "events.sock", on_metric=metrics.user_metric)
         self.warm: WarmProcesses | None = None
+        self._warming: asyncio.Task[WarmProcesses | None] | None = None
         self._run_slots = asyncio.Semaphore(max_runs)
         self._run_groups: cgroups.RunGroups | None = None
         self._runner_dir: rundir.RunnerDirClaim | None = None
@@ -128,9 +129,22 @@ class RunnerHost:
             await asyncio.to_thread(cgroups.remove_stale)
             self._run_groups = cgroups.RunGroups()
         if self.options.runs.runner_mode == "warm":
-            self.warm = await self._start_warm_processes()
+            # Behind readiness: the operator serves and fills its caches while
+            # the warm runner imports Ansible (seconds); the first run waits for it.
+            self._warming = asyncio.create_task(self._start_warm_processes())
+
+    async def warm_processes(self) -> WarmProcesses | None:
+        """The warm processes, once started (None: reference mode, or they did not start)."""
+        if self._warming is not None:
+            self.warm = await asyncio.shield(self._warming)
+        return self.warm
 
     async def stop(self) -> None:
+        if self._warming is not None:
+            self._warming.cancel()  # a start under way kills what it started
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                self.warm = await self._warming
+            self._warming = None
         if self._rescans is not None:
             self._rescans.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -190,7 +204,7 @@ class RunnerHost:
             if on_event is not None:
                 on_event(event)
 
-        warm = self.warm
+        warm = await self.warm_processes()
         access = self.access.grant(plan.owner, writes=plan.writes, owns=plan.owns)
         for credential in credentials(access.kubeconfig):
             summary.redactor.add(credential)

@@ -117,6 +117,11 @@ async def start_warm_processes(
         ready = await asyncio.wait_for(process.stdout.readline(), START_TIMEOUT)
     except TimeoutError:
         ready = b""
+    except asyncio.CancelledError:  # the operator stops before the runner is ready
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+        raise
     word, _, report = ready.decode(errors="replace").strip().partition(" ")
     try:
         verdicts = {

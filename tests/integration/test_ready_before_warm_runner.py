@@ -1,0 +1,88 @@
+"""The operator is ready (its controllers run, /readyz answers) while its warm
+runner is still importing Ansible; an object's first run waits for the warm
+runner and runs in it, not in reference mode. The warm runner is held at its
+start until the test releases it, so the order is the test's, not the CPU's.
+Real API server, real ansible-runner and ansible-core."""
+
+from __future__ import annotations
+
+import os
+import re
+import urllib.request
+from pathlib import Path
+
+import pytest
+from greetings import OPERATOR, create, greeting, wait_successful
+from kubernetes import client
+
+from ansible_operator.cluster import Cluster
+from ansible_operator.testing.operator import OperatorProcess
+from ansible_operator.testing.waiting import eventually
+
+pytestmark = pytest.mark.cluster
+
+RELEASE_ENV = "ANSIBLE_OPERATOR_TEST_WARM_RELEASE"
+# On the operator's PYTHONPATH: the warm runner's interpreter (and only it)
+# waits at start for the release file.
+HOLD = f"""
+import os, sys, time
+if "ansible_operator.runner.warm.run_server" in sys.orig_argv:
+    release = os.environ.get("{RELEASE_ENV}")
+    while release and not os.path.exists(release):
+        time.sleep(0.05)
+"""
+
+
+def test_ready_and_reconciling_before_the_warm_runner_is(
+    kube_cluster: Cluster,
+    test_crds: None,
+    kube_api: client.ApiClient,
+    kube_namespace: str,
+    tmp_path: Path,
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(HOLD)
+    release = tmp_path / "release"
+    operator = OperatorProcess(
+        OPERATOR / "watches.yaml",
+        kube_cluster.kubeconfig,
+        log_path=tmp_path / "operator.log",
+        args=["--metrics-bind-address=127.0.0.1:0"],
+        env={
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
+            RELEASE_ENV: str(release),
+        },
+    ).start()
+    try:
+        assert operator.health("/readyz") == 200
+        create(kube_api, kube_namespace, greeting("early", message="hi"))
+        # Its reconcile began (the object is counted) and its run waits for
+        # the warm runner, which is held.
+        port = operator.wait_for_log(r"metrics server listening address=\('[\d.]+', (\d+)\)")
+        eventually(
+            lambda: re.search(
+                r'^resource_created_at_seconds\{[^}]*name="early"', _metrics(port.group(1)), re.M
+            ),
+            what="the reconcile of the object created",
+        )
+        assert "warm runner ready" not in operator.logs
+        release.touch()
+        operator.wait_for_log(r"warm runner ready pid=\d+")
+        wait_successful(kube_api, kube_namespace, "early")
+        text = _metrics(port.group(1))
+        used = re.search(
+            r'^ansible_operator_acceleration_hits_total\{acceleration="playbook-in-fork"\} (\S+)$',
+            text,
+            re.M,
+        )
+        assert used and float(used.group(1)) > 0, "the first run did not use the warm runner"
+        assert "running in reference mode instead" not in operator.logs
+    finally:
+        release.touch()
+        operator.stop()
+
+
+def _metrics(port: str) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        return response.read().decode()
