@@ -144,8 +144,11 @@ class Manager:
         async def metrics(_request: web.Request) -> web.Response:
             for controller in self.controllers:
                 controller.observe_queue()
+            # In a thread: with a series per object, 10,000 objects take ~0.2 s
+            # of CPU to write out, which would stall every run's events and the probes.
+            body = await asyncio.to_thread(self.metrics.exposition)
             return web.Response(
-                body=self.metrics.exposition(),
+                body=body,
                 headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
             )
 
