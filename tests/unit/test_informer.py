@@ -148,3 +148,31 @@ async def test_a_deleted_object_is_gone_from_reads_at_once() -> None:
     assert informer.get("ns", "a") is None
     assert informer.list("ns") == []
     await informer.stop()
+
+
+async def test_a_long_list_lets_the_event_loop_run_and_answers_as_list() -> None:
+    many = [cm(f"cm-{index:04d}", index + 1, n=str(index)) for index in range(1000)]
+    for obj in many[::2]:
+        obj["metadata"]["labels"] = {"half": "yes"}
+    api = ScriptedApi(listings=[many], watches=[])
+    informer = Informer(api, CONFIGMAPS)  # type: ignore[arg-type]
+    await informer.start()
+    await informer.wait_synced()
+    turns = 0
+
+    async def other_work() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    beside = asyncio.create_task(other_work())
+    await asyncio.sleep(0)
+    started = turns
+    listed = await informer.list_yielding("ns", label_selector="half=yes", every=100)
+    during = turns - started
+    beside.cancel()
+    await informer.stop()
+    assert listed == informer.list("ns", label_selector="half=yes")
+    assert [obj["metadata"]["name"] for obj in listed] == [f"cm-{i:04d}" for i in range(0, 1000, 2)]
+    assert during >= 9  # the other task ran between every 100 objects

@@ -41,10 +41,10 @@ class CachedKindView:
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
         return self._informer.get(namespace, name)
 
-    def list(
+    async def list(
         self, namespace: str | None, label_selector: str | None, field_selector: str | None
     ) -> list[dict[str, Any]]:
-        return self._informer.list(
+        return await self._informer.list_yielding(
             namespace, label_selector=label_selector, field_selector=field_selector
         )
 

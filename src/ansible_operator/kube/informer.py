@@ -264,6 +264,35 @@ class Informer:
     ) -> list[dict[str, Any]]:
         """As the server would answer; raises SelectorError for a field
         selector only the server can evaluate."""
+        keys, matches = self._listing(namespace, label_selector, field_selector)
+        current = (self.get(*key) for key in keys)
+        return [obj for obj in current if obj is not None and matches(obj)]
+
+    async def list_yielding(
+        self,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        every: int = 200,
+    ) -> list[dict[str, Any]]:
+        """`list`, letting the event loop run between every `every` objects:
+        unpacking 10,000 objects takes ~0.6 s."""
+        keys, matches = self._listing(namespace, label_selector, field_selector)
+        found: list[dict[str, Any]] = []
+        for index, key in enumerate(keys, 1):
+            obj = self.get(*key)
+            if obj is not None and matches(obj):
+                found.append(obj)
+            if index % every == 0:
+                await asyncio.sleep(0)
+        return found
+
+    def _listing(
+        self, namespace: str | None, label_selector: str | None, field_selector: str | None
+    ) -> tuple[list[StoreKey], Callable[[dict[str, Any]], bool]]:
+        """The keys a list reads, in the server's order, and what an object
+        must match; raises SelectorError for a selector only the server evaluates."""
         labels_match = label_predicate(label_selector)
         fields_match = field_predicate(field_selector)
         keys = sorted(
@@ -271,14 +300,12 @@ class Informer:
             for key in set(self._store) | set(self._written)
             if namespace is None or key[0] == namespace  # unpack only what is asked for
         )
-        current = (self.get(*key) for key in keys)
-        return [
-            obj
-            for obj in current
-            if obj is not None
-            and labels_match((obj.get("metadata") or {}).get("labels") or {})
-            and fields_match(obj)
-        ]
+
+        def matches(obj: dict[str, Any]) -> bool:
+            labels = (obj.get("metadata") or {}).get("labels") or {}
+            return bool(labels_match(labels) and fields_match(obj))
+
+        return keys, matches
 
     def __len__(self) -> int:
         return len(self._store)

@@ -6,6 +6,8 @@ only the server evaluates, a kind the owner's watch blacklists."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 from aiohttp import web
@@ -13,20 +15,28 @@ from aiohttp import web
 from ansible_operator.kube.selectors import SelectorError
 from ansible_operator.proxy.exchange import Exchange, Handler
 
+# Items from which a list's JSON is written in a thread, not on the event loop
+# (10,000 Deployments are ~14 MB of JSON).
+LARGE_LIST = 100
+
 
 async def answer_from_cache(exchange: Exchange, pass_on: Handler) -> web.StreamResponse:
     reads_cache = exchange.method == "GET" and exchange.run.owns
-    body = _cached_answer(exchange) if reads_cache else None
+    body = await _cached_answer(exchange) if reads_cache else None
     if body is None:
         return await pass_on(exchange)
     services = exchange.services
     services.stats["cache_hits"] += 1
     if services.on_cache_hit is not None:
         services.on_cache_hit()
-    return web.json_response(body, headers={"X-Cache": "HIT"})
+    if len(body.get("items") or ()) >= LARGE_LIST:
+        text = await asyncio.to_thread(json.dumps, body)
+    else:
+        text = json.dumps(body)
+    return web.Response(text=text, content_type="application/json", headers={"X-Cache": "HIT"})
 
 
-def _cached_answer(exchange: Exchange) -> dict[str, Any] | None:
+async def _cached_answer(exchange: Exchange) -> dict[str, Any] | None:
     target, resource = exchange.target, exchange.resource
     if target is None or resource is None or target.subresource is not None:
         return None
@@ -43,7 +53,7 @@ def _cached_answer(exchange: Exchange) -> dict[str, Any] | None:
             return None  # maybe just created: let the server answer
         return {**obj, "apiVersion": resource.api_version, "kind": resource.kind}
     try:
-        items = kind.list(namespace, query.get("labelSelector"), query.get("fieldSelector"))
+        items = await kind.list(namespace, query.get("labelSelector"), query.get("fieldSelector"))
     except SelectorError:
         return None  # a selector only the server evaluates
     return {
