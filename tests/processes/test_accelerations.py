@@ -10,14 +10,10 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+from warm_play import play_warm, start_warm
 
-from ansible_operator.runner.event_plugin import SOCKET_ENV, TOKEN_ENV
-from ansible_operator.runner.events import RunSummary
-from ansible_operator.runner.plan import new_ident
-from ansible_operator.runner.process import RunSpec, execute
 from ansible_operator.runner.receiver import EventReceiver
 from ansible_operator.runner.result import RunResult
-from ansible_operator.runner.rundir import prepare
 from ansible_operator.runner.warm import acceleration
 from ansible_operator.runner.warm.acceleration import (
     Acceleration,
@@ -28,11 +24,7 @@ from ansible_operator.runner.warm.acceleration import (
     Verdict,
 )
 from ansible_operator.runner.warm.accelerations import ACCELERATIONS, names
-from ansible_operator.runner.warm.processes import (
-    WarmProcesses,
-    ansible_environment,
-    start_warm_processes,
-)
+from ansible_operator.runner.warm.processes import WarmProcesses
 
 # Used by forked task workers only (tests/processes/test_task_inline.py forks them).
 FORKED_WORKERS_ONLY = {"worker-gc-freeze"}
@@ -88,10 +80,7 @@ def not_for_this_ansible() -> set[str]:
 
 
 async def start(tmp_path: Path, role: Path, switched_off: tuple[str, ...] = ()) -> WarmProcesses:
-    scratch = tmp_path / "scratch"
-    scratch.mkdir(mode=0o700)
-    env = ansible_environment(roles_path=None, collections_path=None, pipelining=True)
-    return await start_warm_processes(scratch, env, [{"role": str(role)}], switched_off)
+    return await start_warm(tmp_path / "scratch", {"role": str(role)}, switched_off)
 
 
 async def run(
@@ -102,35 +91,15 @@ async def run(
     number: int,
     greeting: str = "hello ",
 ) -> RunResult:
-    summary = RunSummary()
-    channel = receiver.open_channel(summary.add)
     out_dir = tmp_path / f"out-{number}"
     out_dir.mkdir()
-    run_dir = prepare(
+    result, run_dir = await play_warm(
+        receiver,
+        warm,
         tmp_path / "runs" / str(number),
-        extravars={"number": number, "out_dir": str(out_dir)},
-        envvars={},
-        kubeconfig=None,
-        interpreter=warm.interpreter,
-    )
-    env = {
-        SOCKET_ENV: str(receiver.socket_path),
-        TOKEN_ENV: channel.token,
-        **ansible_environment(roles_path=None, collections_path=None, pipelining=True),
-    }
-    spec = RunSpec(
-        run_dir=run_dir,
         role=role,
-        playbook=None,
-        ident=new_ident(),
-        verbosity=0,
-        timeout=120,
-        env=env,
+        extravars={"number": number, "out_dir": str(out_dir)},
     )
-    try:
-        result = await execute(spec, summary, warm_runner=warm.run_socket)
-    finally:
-        receiver.close_channel(channel)
     assert result.succeeded, result.message
     assert (out_dir / "greeting.txt").read_text() == f"{greeting}{number * 2}\n"
     stdout = (run_dir.artifacts / result.ident / "stdout").read_text()

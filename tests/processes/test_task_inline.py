@@ -16,19 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from warm_play import play_warm, start_warm
 
-from ansible_operator.runner.event_plugin import SOCKET_ENV, TOKEN_ENV
-from ansible_operator.runner.events import RunSummary
-from ansible_operator.runner.plan import new_ident
-from ansible_operator.runner.process import RunSpec, execute
 from ansible_operator.runner.receiver import EventReceiver
 from ansible_operator.runner.result import RunResult
-from ansible_operator.runner.rundir import prepare
-from ansible_operator.runner.warm.processes import (
-    WarmProcesses,
-    ansible_environment,
-    start_warm_processes,
-)
+from ansible_operator.runner.warm.processes import WarmProcesses
 from ansible_operator.runner.warm.task_inline import NAME
 
 PROJECT = Path(__file__).parent / "task_inline_project"
@@ -82,12 +74,8 @@ async def warm_inline(tmp_path: Path) -> AsyncIterator[WarmProcesses]:
 
 
 async def _start(where: Path, switched_off: tuple[str, ...] = ()) -> WarmProcesses:
-    scratch = where / "scratch"
-    scratch.mkdir(mode=0o700, parents=True)
-    env = ansible_environment(roles_path=None, collections_path=None, pipelining=True)
-    return await start_warm_processes(
-        scratch, env, [{"playbook": str(PROJECT / "compat.yml")}], switched_off
-    )
+    target = {"playbook": str(PROJECT / "compat.yml")}
+    return await start_warm(where / "scratch", target, switched_off)
 
 
 class Played:
@@ -120,40 +108,18 @@ async def play(
     extravars: dict[str, Any] | None = None,
 ) -> Played:
     events: list[dict[str, Any]] = []
-    summary = RunSummary()
-
-    def record(event: Any) -> None:
-        events.append(dict(event))
-        summary.add(event)
-
-    channel = receiver.open_channel(record)
     out_dir = where / "out"
     out_dir.mkdir(parents=True)
-    run_dir = prepare(
+    result, run_dir = await play_warm(
+        receiver,
+        warm,
         where / "run",
-        extravars={"out_dir": str(out_dir), **(extravars or {})},
-        envvars={},
-        kubeconfig=None,
-        interpreter=warm.interpreter,
-    )
-    env = {
-        SOCKET_ENV: str(receiver.socket_path),
-        TOKEN_ENV: channel.token,
-        **ansible_environment(roles_path=None, collections_path=None, pipelining=True),
-    }
-    spec = RunSpec(
-        run_dir=run_dir,
-        role=None,
         playbook=PROJECT / playbook,
-        ident=new_ident(),
+        extravars={"out_dir": str(out_dir), **(extravars or {})},
         verbosity=1,
-        timeout=run_timeout,
-        env=env,
+        run_timeout=run_timeout,
+        on_event=lambda event: events.append(dict(event)),
     )
-    try:
-        result = await execute(spec, summary, warm_runner=warm.run_socket)
-    finally:
-        receiver.close_channel(channel)
     stdout_file = run_dir.artifacts / result.ident / "stdout"
     stdout = stdout_file.read_text() if stdout_file.exists() else ""
     events.sort(key=lambda event: event.get("counter", 0))
