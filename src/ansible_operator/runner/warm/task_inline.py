@@ -12,14 +12,17 @@ is called here, given what the fork gave it:
   `squash`), the Host (its `vars` and `groups` are blanked once the task is
   done) and the top level of the task's variables; a fresh copy of the
   context variables (2.19+ keeps the task's ambient context in them);
-- its stdout and stderr: what a plugin prints there is kept apart and
-  reported as the worker reports it, while the display of the result thread
-  keeps the real ones;
+- its stdout and stderr: what a plugin prints there is kept apart (and, from
+  2.19, reported as errant output, as a worker does), while the display of
+  the result thread keeps the real ones;
 - the queue: the Display of this thread sends through the strategy's
   `FinalQueue`, as a worker's does, so messages, callbacks and the result
   reach the strategy's result thread in the order the task made them and are
   rebuilt there against the original task, by the stock code; the result
-  thread's own display stays direct.
+  thread's own display stays direct;
+- an answer to what it asks of the strategy: 2.21's `add_host` and
+  `add_group` wait for the strategy's main thread, which is running the task,
+  so they are answered by the asking thread while the task runs.
 
 What the fork would also have contained: a plugin that raises past the task
 executor or calls `sys.exit` fails its task (the stock run would end with "A
