@@ -57,14 +57,9 @@ from ansible_operator.runner.warm.acceleration import (
 
 NAME = "task-inline"
 
-# Set by the strategy's `_queue_task` for the worker it is about to start.
+# `.strategy`: set by a strategy's `_queue_task`, for the worker it is about to
+# start, when its batch has one host (the worker then runs here).
 _single_host_batch = threading.local()
-
-
-def _queue_task_source() -> str:
-    from ansible.plugins.strategy import StrategyBase
-
-    return inspect.getsource(StrategyBase._queue_task)
 
 
 def _task_context_kind() -> str:
@@ -88,7 +83,7 @@ def probe() -> None:
     from ansible.plugins.strategy import StrategyBase
     from ansible.utils.display import Display
 
-    queue_task = _queue_task_source()
+    queue_task = inspect.getsource(StrategyBase._queue_task)
     require(
         "WorkerProcess(" in queue_task and "worker_prc.start()" in queue_task,
         "StrategyBase._queue_task no longer starts a WorkerProcess",
@@ -151,20 +146,19 @@ def install() -> None:
     send_failure = _failure_sender()
 
     def _queue_task(self: Any, host: Any, task: Any, task_vars: Any, play_context: Any) -> Any:
-        _single_host_batch.on = len(getattr(self, "_hosts_cache", None) or ()) == 1
-        _single_host_batch.strategy = self
+        single_host = len(getattr(self, "_hosts_cache", None) or ()) == 1
+        _single_host_batch.strategy = self if single_host else None
         try:
             return stock_queue_task(self, host, task, task_vars, play_context)
         finally:
-            _single_host_batch.on = False
             _single_host_batch.strategy = None
 
     def start(self: Any) -> Any:
-        if not getattr(_single_host_batch, "on", False):
+        strategy = getattr(_single_host_batch, "strategy", None)
+        if strategy is None:
             return stock_start(self)
-        _single_host_batch.on = False
+        _single_host_batch.strategy = None
         used(NAME)
-        strategy = _single_host_batch.strategy
         contextvars.copy_context().run(run_inline, self, strategy, context_kind, send_failure)
         return None
 
