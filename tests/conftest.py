@@ -1,7 +1,7 @@
 """Fixtures shared by every tier of tests, and the tiers' markers.
 
 A test's tier is its directory under tests/ (unit, processes, integration,
-security, faults, node, e2e, packaging), and it carries the marker of that name:
+security, faults, sharding, node, e2e, packaging), and it carries the marker of that name:
 `pytest -m unit` is the fast tier, `pytest -m "not node and not e2e"` leaves
 out the slowest.
 """

@@ -18,6 +18,7 @@ from ansible_operator.cluster import (
 )
 from ansible_operator.cluster.host import HostError
 from ansible_operator.cluster.images import RECIPES, ImageError
+from ansible_operator.cluster.local import format_feature_gates, parse_feature_gates
 from ansible_operator.cluster.node import NODE_NAME, LocalNode, NodeRecord, node_unavailable_reason
 
 
@@ -25,9 +26,47 @@ def _say(message: str) -> None:
     print(f"ansible-operator: {message}", file=sys.stderr)
 
 
+def _feature_gates(text: str) -> dict[str, bool]:
+    # argparse shows an ArgumentTypeError's own message, which names the bad pair.
+    try:
+        return parse_feature_gates(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+class _MergeFeatureGates(argparse.Action):
+    """Every --feature-gates given, merged: a later one wins, as in Kubernetes."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        assert isinstance(values, dict)
+        # A new dict each time: the default one is shared by every parse.
+        setattr(namespace, self.dest, {**getattr(namespace, self.dest), **values})
+
+
+def _describe_gates(gates: dict[str, bool]) -> str:
+    return format_feature_gates(gates) or "none"
+
+
 def cluster_up(args: argparse.Namespace) -> int:
+    gates = args.feature_gates
     plane = LocalControlPlane(args.state_dir, None)
     if plane.state and any(plane.running().values()):
+        if plane.feature_gates != gates:
+            # Restarting would move the API server to new ports under whoever
+            # uses it now; the user decides when.
+            _say(
+                f"the control plane in {args.state_dir} runs with feature gates "
+                f"{_describe_gates(plane.feature_gates)}; this 'up' asks for "
+                f"{_describe_gates(gates)}: run 'ansible-operator cluster down', then "
+                "'cluster up' again with the gates wanted (its data is kept)"
+            )
+            return 1
         if plane.ready():
             print(f"already running; kubeconfig: {plane.kubeconfig}")
             print(f"export KUBECONFIG={plane.kubeconfig}")
@@ -43,7 +82,7 @@ def cluster_up(args: argparse.Namespace) -> int:
         if reason:
             _say(f"no node: {reason}; starting the API-only control plane (Pods will not run)")
             node = False
-    plane = LocalControlPlane(args.state_dir, local_binaries(_say), node=node)
+    plane = LocalControlPlane(args.state_dir, local_binaries(_say), node=node, feature_gates=gates)
     started = time.monotonic()
     kubeconfig = plane.start(detached=True, progress=_say)
     if node:
@@ -54,7 +93,9 @@ def cluster_up(args: argparse.Namespace) -> int:
             raise
     _say(
         f"ready in {time.monotonic() - started:.1f}s at {plane.state.server if plane.state else ''}"
-        f"{' with node ' + NODE_NAME if node else ''}; logs in {plane.log_dir}"
+        f"{' with node ' + NODE_NAME if node else ''}"
+        f"{' (feature gates ' + format_feature_gates(gates) + ')' if gates else ''}"
+        f"; logs in {plane.log_dir}"
     )
     print(f"kubeconfig: {kubeconfig}")
     print(f"export KUBECONFIG={kubeconfig}")
@@ -72,6 +113,7 @@ def cluster_status(args: argparse.Namespace) -> int:
         "server": plane.state.server,
         "kubeconfig": str(plane.kubeconfig),
         "ready": ready,
+        "feature_gates": plane.feature_gates,
         "processes": {
             name: {"pid": plane.state.pids.get(name), "running": alive}
             for name, alive in running.items()
@@ -181,6 +223,17 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also run a real node (kubelet, containerd, kube-scheduler) so Pods run; "
         "needs root, installs containerd, runc and CNI plugins from Debian's packages",
+    )
+    up.add_argument(
+        "--feature-gates",
+        type=_feature_gates,
+        action=_MergeFeatureGates,
+        default={},
+        metavar="NAME=BOOL,...",
+        help="Kubernetes feature gates for kube-apiserver, kube-controller-manager and "
+        "kube-scheduler, e.g. ShardedListAndWatch=true; recorded with the cluster: "
+        "'up' refuses a running one started with other gates (none given means none) "
+        "and says to run 'cluster down' first",
     )
     up.set_defaults(func=cluster_up)
     actions.add_parser("status", help="show whether it runs and is ready").set_defaults(

@@ -1,15 +1,18 @@
 """The deploy manifests (config/) are accepted by a real API server: CRDs
 installed, then RBAC, the operator's Deployment and the sample objects
-admitted by a server-side dry run (schemas, RBAC escalation checks included)."""
+admitted by a server-side dry run (schemas, RBAC escalation checks included);
+so is the shard-ring variant (config/sharding) as kustomize renders it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+import yaml
 from kubernetes import client
 
 from ansible_operator.testing.manifests import apply_manifests, documents
+from kustomize_render import render
 
 pytestmark = pytest.mark.cluster
 
@@ -45,3 +48,19 @@ def test_manifests_apply_to_the_control_plane(kube_api: client.ApiClient) -> Non
     assert len(checked) == expected
     deployment = client.AppsV1Api(kube_api).list_namespaced_deployment(NAMESPACE).items
     assert deployment == [], "a dry run stores nothing"
+
+
+def test_the_shard_ring_overlay_applies_too(kube_api: client.ApiClient) -> None:
+    docs = render(CONFIG / "sharding")  # what `kubectl kustomize` makes of it
+    core = client.CoreV1Api(kube_api)
+    if NAMESPACE not in {ns.metadata.name for ns in core.list_namespace().items}:
+        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE)))
+
+    applied = apply_manifests(kube_api, yaml.safe_dump_all(docs), dry_run=True)
+
+    assert len(applied) == len(docs)
+    [deployment] = [obj for obj in applied if obj["kind"] == "Deployment"]
+    assert deployment["spec"]["replicas"] == 3
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    assert "--shard-ring=ansible-operator-samples" in container["args"]
+    assert client.AppsV1Api(kube_api).list_namespaced_deployment(NAMESPACE).items == []

@@ -162,6 +162,25 @@ def test_make_targets_of_a_new_project(project: Path, target: str, commands: lis
 
 
 @pytest.mark.skipif(not shutil.which("make"), reason="needs make")
+@pytest.mark.parametrize(
+    ("target", "command"),
+    [
+        ("deploy", "kubectl kustomize config/sharding |"),
+        ("undeploy", "kubectl delete --ignore-not-found=false -k config/sharding"),
+    ],
+)
+def test_make_deploys_the_shard_ring_when_asked(project: Path, target: str, command: str) -> None:
+    done = subprocess.run(
+        ["make", "-n", target, "DEPLOY_CONFIG=config/sharding"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert command in " ".join(done.stdout.replace("\\\n", " ").split())
+
+
+@pytest.mark.skipif(not shutil.which("make"), reason="needs make")
 def test_make_picks_the_container_tool_given(project: Path) -> None:
     done = subprocess.run(
         ["make", "-n", "docker-build", "CONTAINER_TOOL=podman"],

@@ -36,6 +36,8 @@ LAYERS: list[set[str]] = [
     {"webhooks"},
     # A generic controller; the Ansible reconciler on it; the manager that runs them.
     {"controller"},
+    # Replicas sharing the objects: a ring of Leases and the share it gives each.
+    {"sharding"},
     {"reconciler"},
     {"manager"},
     # Where a cluster comes from: only commands choose it.

@@ -124,6 +124,7 @@ def test_init_writes_a_project_skeleton(tmp_path: Path, capsys: pytest.CaptureFi
         "rbac": ["service_account.yaml", "role.yaml", "role_binding.yaml", "leader_election.yaml"],
         "manager": ["manager.yaml"],
         "default": ["../crd", "../rbac", "../manager"],  # the two below commented out
+        "sharding": ["../default"],  # patched into a shard ring of three replicas
         "prometheus": ["monitor.yaml"],
         "network-policy": ["allow-metrics-traffic.yaml"],
     }.items():

@@ -11,7 +11,7 @@ import contextlib
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,11 +68,14 @@ def provide(
     use_kubeconfig: bool = True,
     progress: Callable[[str], None] | None = None,
     node: bool = False,
+    feature_gates: Mapping[str, bool] | None = None,
 ) -> Iterator[Cluster]:
     """Yield a ready cluster; stop anything started here when the block ends.
 
     `node`: our local control plane gets a node too, where one can run (root,
-    no other node here); elsewhere `Cluster.no_node_reason` says why not."""
+    no other node here); elsewhere `Cluster.no_node_reason` says why not.
+    `feature_gates` apply only to a control plane started here: the cluster in
+    KUBECONFIG has the gates it has."""
     kubeconfig = os.environ.get("KUBECONFIG")
     if use_kubeconfig and kubeconfig:
         yield Cluster(Path(kubeconfig.split(os.pathsep)[0]), "kubeconfig")
@@ -89,7 +92,9 @@ def provide(
                 "envtest binaries have no kubelet" if source == "envtest" else None
             ) or node_unavailable_reason()
         with_node = node and reason is None
-        plane = LocalControlPlane(state_dir, local_binaries(progress), node=with_node)
+        plane = LocalControlPlane(
+            state_dir, local_binaries(progress), node=with_node, feature_gates=feature_gates
+        )
         stack.callback(plane.stop)
         path = plane.start(progress=progress)
         local_node = None

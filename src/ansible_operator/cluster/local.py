@@ -6,6 +6,10 @@ With `node=True` it is the control plane of a cluster with a real node
 controllers Pods need, and kube-apiserver can reach kubelets and admits
 ServiceAccounts.
 
+`feature_gates` (Kubernetes' `--feature-gates`, e.g. alpha ShardedListAndWatch)
+go to every control-plane component and are recorded with the ports, so a
+running plane's gates can be compared with the ones asked for.
+
 Two lifetimes:
 - attached (tests, the demo): the processes die with the Python process that
   started them, even on SIGKILL (PR_SET_PDEATHSIG), and `stop()` ends them;
@@ -19,6 +23,7 @@ import contextlib
 import ctypes
 import json
 import os
+import re
 import signal
 import socket
 import ssl
@@ -26,7 +31,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -61,10 +66,44 @@ NODE_CONTROLLERS = (
     "resourcequota",
 )
 _PR_SET_PDEATHSIG = 1
+# Who gets `--feature-gates`: the Kubernetes components (etcd has no gates), so
+# a gate that spans the API server and its clients is on in both.
+GATED_COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+_GATE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+# What Go's strconv.ParseBool accepts, as component-base's MapStringBool parses it.
+_GATE_VALUES = {
+    **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
+    **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
+}
 
 
 class ControlPlaneError(RuntimeError):
     """A component failed to start or become ready; the message names it and its log."""
+
+
+def parse_feature_gates(text: str) -> dict[str, bool]:
+    """`Name=bool` pairs, comma-separated, as Kubernetes' `--feature-gates` takes
+    them; a ValueError names the pair that is not one. Checked here so a typo
+    fails before any process starts, not as a kube-apiserver log line."""
+    gates: dict[str, bool] = {}
+    for pair in (part.strip() for part in text.split(",")):
+        if not pair:
+            continue
+        name, sep, value = (part.strip() for part in pair.partition("="))
+        if not sep or not _GATE_NAME.fullmatch(name) or value not in _GATE_VALUES:
+            raise ValueError(
+                f"feature gate {pair!r} is not Name=true or Name=false "
+                "(comma-separated, e.g. ShardedListAndWatch=true)"
+            )
+        if name in gates:
+            raise ValueError(f"feature gate {name!r} is given twice")
+        gates[name] = _GATE_VALUES[value]
+    return gates
+
+
+def format_feature_gates(gates: Mapping[str, bool]) -> str:
+    """The `--feature-gates` value: sorted, so the same gates make the same argv."""
+    return ",".join(f"{name}={str(on).lower()}" for name, on in sorted(gates.items()))
 
 
 @dataclass(frozen=True)
@@ -117,6 +156,8 @@ class State:
     binaries: dict[str, list[str] | None]
     pids: dict[str, int] = field(default_factory=dict)
     node: bool = False
+    # Absent from a state.json written before gates existed: none were set.
+    feature_gates: dict[str, bool] = field(default_factory=dict)
 
     @property
     def server(self) -> str:
@@ -191,7 +232,12 @@ def pid_alive(pid: int) -> bool:
 
 class LocalControlPlane:
     def __init__(
-        self, state_dir: Path, binaries: Binaries | None = None, *, node: bool = False
+        self,
+        state_dir: Path,
+        binaries: Binaries | None = None,
+        *,
+        node: bool = False,
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> None:
         self.state_dir = state_dir
         self.pki_dir = state_dir / "pki"
@@ -200,6 +246,7 @@ class LocalControlPlane:
         self.kubeconfig = state_dir / "admin.kubeconfig"
         self._binaries = binaries
         self._node = node
+        self._feature_gates = dict(feature_gates or {})
         self._processes: dict[str, subprocess.Popen[bytes]] = {}
         self.state: State | None = self._load_state()
 
@@ -231,6 +278,11 @@ class LocalControlPlane:
     def node(self) -> bool:
         """Whether this is (or will be) the control plane of a cluster with a node."""
         return self.state.node if self.state else self._node
+
+    @property
+    def feature_gates(self) -> dict[str, bool]:
+        """The gates it runs (or will run) with: the recorded ones once started."""
+        return dict(self.state.feature_gates if self.state else self._feature_gates)
 
     @property
     def components(self) -> tuple[str, ...]:
@@ -278,6 +330,7 @@ class LocalControlPlane:
             apiserver_port=free_port(),
             binaries={name: self.binaries.argv(name) for name in (*NODE_COMPONENTS, "kubelet")},
             node=self._node,
+            feature_gates=self._feature_gates,
         )
         self._save_state()
         try:
@@ -326,6 +379,12 @@ class LocalControlPlane:
         return pki.KeyPair(self.pki_dir / "ca.crt", self.pki_dir / "ca.key")
 
     def _args(self, component: str) -> list[str]:
+        args = self._component_args(component)
+        if component in GATED_COMPONENTS and self.feature_gates:
+            args.append(f"--feature-gates={format_feature_gates(self.feature_gates)}")
+        return args
+
+    def _component_args(self, component: str) -> list[str]:
         assert self.state is not None
         s, d, p = self.state, self.state_dir, self.pki_dir
         if component == "etcd":

@@ -79,6 +79,14 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    if settings.leader_election.shard_ring and settings.leader_election.enabled:
+        print(
+            "ansible-operator: --shard-ring (SHARD_RING) and --leader-elect both choose which "
+            "replicas reconcile: a ring shares the objects among every replica, leader "
+            "election gives them all to one; set one",
+            file=sys.stderr,
+        )
+        return 2
     level = logs.parse_level("debug" if settings.log.devel else settings.log.level)
     logs.configure(level, settings.log.encoder)
     log.info("ansible-operator %s %s", __version__, one_line(installed_versions()))

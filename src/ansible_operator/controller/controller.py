@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 
 from ansible_operator.controller.queue import ShutDown, WorkQueue
 from ansible_operator.controller.reconcile import ObjectKey, Outcome, Reconciler
@@ -48,6 +49,8 @@ class Controller:
         self.queue: WorkQueue[ObjectKey] = WorkQueue(name)
         self._tasks: list[asyncio.Task[None]] = []
         self._stops: dict[ObjectKey, RunStop] = {}  # of the keys being reconciled
+        # Whether a key is this replica's to reconcile (a shard ring moves keys away).
+        self.admits: Callable[[ObjectKey], bool] = _every_key
 
     def enqueue(self, key: ObjectKey) -> None:
         self.queue.add(key)
@@ -65,6 +68,17 @@ class Controller:
                 namespace,
                 dropped,
             )
+
+    def forget_where(self, predicate: Callable[[ObjectKey], bool]) -> int:
+        """Drop the matching keys, queued or scheduled (their objects went to
+        another replica); a reconcile in flight goes on (see `in_flight`)."""
+        dropped = self.queue.discard_where(predicate)
+        self.observe_queue()
+        return dropped
+
+    def in_flight(self, predicate: Callable[[ObjectKey], bool]) -> list[ObjectKey]:
+        """The matching keys being reconciled now."""
+        return [key for key in self._stops if predicate(key)]
 
     def stop_run(self, key: ObjectKey, reason: str) -> None:
         """Stop the run of `key`'s reconcile in flight, if there is one: its
@@ -100,6 +114,10 @@ class Controller:
             except ShutDown:
                 return
             self.observe_queue()
+            if not self.admits(key):
+                # Moved to another replica after it was queued: theirs to run now.
+                self.queue.done(key)
+                continue
             # The queue hands a key to one worker at a time: one stop per key.
             self._stops[key] = RunStop()
             try:
@@ -158,3 +176,7 @@ class Controller:
             return Outcome(retry=True)
         finally:
             self.metrics.reconciles.labels(self.name).observe(time.monotonic() - started)
+
+
+def _every_key(_key: ObjectKey) -> bool:
+    return True

@@ -104,6 +104,14 @@ class InformerCache:
             held[informer.name] = (objects + informer.held_objects, size + informer.held_bytes)
         return held
 
+    def received(self) -> dict[str, int]:
+        """Objects the server sent each informer (lists and watch events, before
+        any filtering here), by informer name: what a sharded watch saves."""
+        received: dict[str, int] = {}
+        for informer in list(self._informers.values()):
+            received[informer.name] = received.get(informer.name, 0) + informer.received
+        return received
+
     async def wait_synced(self) -> None:
         for informer in list(self._informers.values()):
             await informer.wait_synced()

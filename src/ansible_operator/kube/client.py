@@ -193,13 +193,17 @@ class ApiClient:
         *,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        shard_selector: str | None = None,
     ) -> dict[str, Any]:
-        """Every page; the result carries the last page's resourceVersion."""
+        """Every page; the result carries the last page's resourceVersion (and,
+        when the server applied `shard_selector`, its `shardInfo`)."""
         params: dict[str, str] = {"limit": str(LIST_PAGE_SIZE)}
         if label_selector:
             params["labelSelector"] = label_selector
         if field_selector:
             params["fieldSelector"] = field_selector
+        if shard_selector:
+            params["shardSelector"] = shard_selector
         items: list[dict[str, Any]] = []
         while True:
             page = await self.request("GET", resource.path(namespace), params=params)
@@ -282,6 +286,7 @@ class ApiClient:
         resource_version: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        shard_selector: str | None = None,
         timeout_seconds: int = 300,
     ) -> AsyncIterator[dict[str, Any]]:
         """Watch events (with bookmarks) until the server ends the watch.
@@ -300,6 +305,8 @@ class ApiClient:
             params["labelSelector"] = label_selector
         if field_selector:
             params["fieldSelector"] = field_selector
+        if shard_selector:
+            params["shardSelector"] = shard_selector
         for attempt in range(2):
             headers = await self.config.auth_headers()
             headers["Accept"] = "application/json"

@@ -134,6 +134,8 @@ class Informer:
         self._deleted_while_entering: dict[str, set[StoreKey]] = {}
         self.resource_version = ""
         self.relists = 0
+        self.received = 0  # objects the server sent (lists and watch events), before filtering
+        self._selector_in_use: str | None = None  # the cluster-wide watch's shard selector
 
     @property
     def namespaces(self) -> list[str | None]:
@@ -217,6 +219,25 @@ class Informer:
         self._entering[namespace] = asyncio.create_task(
             self._list_entered(namespace), name=f"informer {self.name} entering {namespace}"
         )
+
+    def share_changed(self, entering: list[str], *, grew: bool) -> None:
+        """A sharded scope (sharding/scope.py) moved: when it grew, relist across
+        the cluster with the new share (which namespaces it brings is not
+        known), or list the `entering` ones of a fixed list; when it only
+        shrank (its objects already forgotten), restart a watch the server
+        filters, so that it stops sending what is no longer ours."""
+        if not self._started:
+            return
+        if not self.cluster_wide:
+            for namespace in entering if grew else ():
+                self._spawn(namespace)
+            return
+        if not grew and self._shard_selector(None) == self._selector_in_use:
+            return
+        task = self._tasks.pop(None, None)
+        if task is not None:
+            task.cancel()
+        self._spawn(None)
 
     def namespace_left(self, namespace: str) -> None:
         for tasks in (self._tasks, self._entering):
@@ -355,13 +376,17 @@ class Informer:
                 if version is None:
                     version = await self._relist(namespace)
                     listed_generation = generation
+                if namespace is None:
+                    self._selector_in_use = self._shard_selector(None)
                 async for event in self.api.watch(
                     self.resource,
                     namespace,
                     resource_version=version,
                     label_selector=self.label_selector,
+                    shard_selector=self._shard_selector(namespace),
                     timeout_seconds=random.randint(*WATCH_TIMEOUT),
                 ):
+                    self.received += 1
                     version = self._apply(event) or version
                 backoff = BACKOFF_START
             except asyncio.CancelledError:
@@ -388,6 +413,14 @@ class Informer:
                 await self.api.pause(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX)
 
+    def _shard_selector(self, namespace: str | None) -> str | None:
+        """A sharded scope's selector, for a list or watch across the cluster
+        (a namespace's own watch needs none: the namespace is in the share)."""
+        if namespace is not None:
+            return None
+        selector = getattr(self.scope, "shard_selector", None)
+        return selector() if selector is not None else None
+
     def _watch_each_namespace(self, error: ApiError) -> None:
         """The cluster-wide list or watch was refused (RBAC for some namespaces
         only): one watch per namespace instead, from now on."""
@@ -410,8 +443,14 @@ class Informer:
         self._check_synced()
 
     async def _relist(self, namespace: str | None) -> str:
-        listing = await self.api.list(self.resource, namespace, label_selector=self.label_selector)
+        listing = await self.api.list(
+            self.resource,
+            namespace,
+            label_selector=self.label_selector,
+            shard_selector=self._shard_selector(namespace),
+        )
         self.relists += 1
+        self.received += len(listing.get("items") or [])
         fresh = {}
         for item in listing.get("items") or []:
             key = _key(item)
@@ -467,6 +506,7 @@ class Informer:
                 await self.api.pause(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX)
         deleted = self._deleted_while_entering.get(namespace, set())
+        self.received += len(listing.get("items") or [])
         for number, item in enumerate(listing.get("items") or [], 1):
             key = _key(item)
             old = self._store.get(key)

@@ -5,7 +5,7 @@ gracefully (SIGTERM: stop taking work, let runs finish up to the
 graceful-shutdown timeout, then kill them).
 
     health, metrics -> proxy, runner host -> webhooks (every replica)
-    -> leader election -> controllers"""
+    -> leader election, or joining the shard ring -> controllers"""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import shutil
 import signal
 import ssl
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from aiohttp import web
 
 from ansible_operator.controller.controller import Controller
 from ansible_operator.controller.handlers import request_for_object, run_stop_reason
+from ansible_operator.controller.reconcile import ObjectKey
 from ansible_operator.kube.cache import InformerCache
 from ansible_operator.kube.client import ApiClient
 from ansible_operator.kube.config import KubeConfig
@@ -54,11 +56,15 @@ from ansible_operator.serving.http_limits import GuardedSite
 from ansible_operator.serving.http_malformed import StrictAppRunner
 from ansible_operator.settings import Settings
 from ansible_operator.settings.precedence import Effective, effective
+from ansible_operator.sharding.buckets import bucket_of
+from ansible_operator.sharding.ring import ShardRing
+from ansible_operator.sharding.scope import ShardedScope
 from ansible_operator.webhooks.service import WebhookService
 
 log = logging.getLogger("ansible_operator.manager")
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+DRAIN_POLL = 0.1  # seconds between looks at a handed-over shard's reconciles in flight
 
 
 def parse_bind_address(address: str) -> tuple[str, int] | None:
@@ -89,6 +95,7 @@ class Manager:
         self.reconcilers: list[AnsibleReconciler] = []
         self.cache: InformerCache | None = None
         self.scope: NamespaceScope | None = None
+        self.ring: ShardRing | None = None
         self.dependents: DependentWatches | None = None
         self.mapper: RestMapper | None = None
         self.proxy: ApiProxy | None = None
@@ -179,7 +186,8 @@ class Manager:
         if IN_CLUSTER_NAMESPACE.exists():
             return IN_CLUSTER_NAMESPACE.read_text().strip()
         raise SystemExit(
-            "--leader-election-namespace is required with --leader-elect outside a cluster"
+            "--leader-election-namespace is required with --leader-elect or --shard-ring "
+            "outside a cluster"
         )
 
     async def run(self) -> int:
@@ -220,7 +228,7 @@ class Manager:
                 self.mapper = RestMapper(api)
                 self.scope = await self._namespace_scope(api)
                 self.cache = InformerCache(api, self.scope)
-                self.metrics.track_cache(self.cache.held)
+                self.metrics.track_cache(self.cache.held, self.cache.received)
                 self.dependents = DependentWatches(self.cache)
                 self.proxy = ApiProxy(
                     config,
@@ -266,8 +274,13 @@ class Manager:
                         acquiring.cancel()
                         return 0
                     acquiring.result()
+                if isinstance(self.scope, ShardedScope):
+                    self.ring = self._shard_ring(api, self.scope)
+                    await self.ring.join()
                 shared = Shared(api=api, options=self.options, metrics=self.metrics, runner=host)
                 await self._start_controllers(shared)
+                if self.ring is not None:
+                    self.ring.start()
                 self.ready = True
                 log.info(
                     "operator started watches=%d namespaces=%s",
@@ -277,13 +290,19 @@ class Manager:
                 waiters = [asyncio.create_task(self.stopping.wait())]
                 if elector is not None:
                     waiters.append(asyncio.create_task(elector.lost.wait()))
+                if self.ring is not None:
+                    waiters.append(asyncio.create_task(self.ring.lost.wait()))
                 await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
                 for waiter in waiters:
                     waiter.cancel()
-                lost = elector is not None and elector.lost.is_set()
+                lost = (elector is not None and elector.lost.is_set()) or (
+                    self.ring is not None and self.ring.lost.is_set()
+                )
                 await self._shutdown(0.0 if lost else self.options.runs.graceful_shutdown_timeout)
                 if elector is not None:
                     await elector.release()
+                if self.ring is not None:
+                    await self.ring.leave()  # after the runs ended: hand over at once
                 return 1 if lost else 0
         finally:
             watchdog.stop()
@@ -306,14 +325,54 @@ class Manager:
         picks (listed now, so the informers start with them); the controllers
         forget the objects of a namespace that leaves."""
         selector = self.options.watching.namespace_selector
+        scope: NamespaceScope
         if not selector:
             scope = NamespaceScope(self.options.watching.namespaces)
         else:
             scope = SelectedNamespaces(api, selector)
             await scope.start()
             await scope.wait_synced()
+        if self.options.leader_election.shard_ring:
+            # Empty until the ring gives this replica its share (sharding/ring.py).
+            scope = ShardedScope(scope)
         scope.add_listener(_ForgetLeftNamespaces(self.controllers, self.reconcilers))
         return scope
+
+    def _shard_ring(self, api: ApiClient, scope: ShardedScope) -> ShardRing:
+        settings = self.options.leader_election
+        assert settings.shard_ring is not None
+        return ShardRing(
+            api,
+            scope,
+            self._drain,
+            ring=settings.shard_ring,
+            namespace=self._leader_namespace(),
+            metrics=self.metrics,
+            lease_duration=settings.lease_duration,
+            renew_deadline=settings.renew_deadline,
+            retry_period=settings.retry_period,
+        )
+
+    async def _drain(self, buckets: frozenset[int]) -> None:
+        """The reconciles of objects in `buckets` (leaving for another replica):
+        queued ones dropped, those in flight waited for, and stopped after the
+        graceful-shutdown timeout, so the ring can hand the buckets over."""
+
+        def leaving(key: ObjectKey) -> bool:
+            return bucket_of(key.namespace) in buckets
+
+        for controller in self.controllers:
+            controller.forget_where(leaving)
+        deadline = time.monotonic() + self.options.runs.graceful_shutdown_timeout
+        stopped = False
+        while running := [key for c in self.controllers for key in c.in_flight(leaving)]:
+            if not stopped and time.monotonic() > deadline:
+                stopped = True
+                for controller in self.controllers:
+                    for key in controller.in_flight(leaving):
+                        controller.stop_run(key, "its shard moved to another replica")
+                log.info("stopped runs of a shard handed over count=%d", len(running))
+            await asyncio.sleep(DRAIN_POLL)
 
     async def _say_whom_we_act_as(self, api: ApiClient) -> None:
         """`--as`: the API server must take our requests for that identity's,
@@ -403,6 +462,9 @@ class Manager:
             workers=self._effective(watch).workers,
             metrics=self.metrics,
         )
+        if isinstance(self.scope, ShardedScope):
+            scope = self.scope
+            controller.admits = lambda key: scope.owns(key.namespace)
         informer.add_listener(_primary_listener(controller, watch))
         self.dependents.add_owner(watch, controller.enqueue, namespaced=resource.namespaced)
         self.controllers.append(controller)

@@ -104,6 +104,32 @@ class Metrics:
             "Run artifact directories removed to keep the runner directory under its caps",
             registry=r,
         )
+        # A ring of replicas (sharding/ring.py): this replica's part of it.
+        self.shard_members = Gauge(
+            "ansible_operator_shard_members",
+            "Live members of the shard ring, as this replica sees its Leases",
+            ["ring"],
+            registry=r,
+        )
+        self.shard_buckets_held = Gauge(
+            "ansible_operator_shard_buckets_held",
+            "Hash buckets (of 64) this replica reconciles now",
+            ["ring"],
+            registry=r,
+        )
+        self.shard_server_side = Gauge(
+            "ansible_operator_shard_server_side",
+            "1 when the API server filters this replica's watches by its share, "
+            "0 when the replica filters them itself",
+            ["ring"],
+            registry=r,
+        )
+        self.shard_handovers = Counter(
+            "ansible_operator_shard_handovers",
+            "Buckets this replica took on (direction=gained) or handed over (direction=released)",
+            ["ring", "direction"],
+            registry=r,
+        )
         self._user = UserMetrics(r)
         self._accelerations: _AccelerationCollector | None = None
         self._cache: _CacheCollector | None = None
@@ -119,14 +145,19 @@ class Metrics:
         self._accelerations.enabled = dict(enabled)
         self._accelerations.read_hits = read_hits
 
-    def track_cache(self, read_held: Callable[[], Mapping[str, tuple[int, int]]]) -> None:
+    def track_cache(
+        self,
+        read_held: Callable[[], Mapping[str, tuple[int, int]]],
+        read_received: Callable[[], Mapping[str, int]] = dict,
+    ) -> None:
         """The informers' stores: objects and estimated bytes held per informer,
-        read at each scrape (each informer keeps its totals as objects come
-        and go, so a scrape costs nothing per object)."""
+        and objects the server sent each, read at each scrape (each informer
+        keeps its totals as objects come and go, so a scrape costs nothing per object)."""
         if self._cache is None:
             self._cache = _CacheCollector()
             self.registry.register(self._cache)
         self._cache.read_held = read_held
+        self._cache.read_received = read_received
 
     def forget_object(self, name: str, namespace: str, group: str, version: str, kind: str) -> None:
         """A deleted object's series go: without this, every object ever
@@ -237,8 +268,9 @@ class _AccelerationCollector(Collector):
 class _CacheCollector(Collector):
     def __init__(self) -> None:
         self.read_held: Callable[[], Mapping[str, tuple[int, int]]] = dict
+        self.read_received: Callable[[], Mapping[str, int]] = dict
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         objects = GaugeMetricFamily(
             "ansible_operator_cache_objects",
             "Objects an informer's store holds",
@@ -255,3 +287,12 @@ class _CacheCollector(Collector):
             size.add_metric([informer], float(held))
         yield objects
         yield size
+        received = CounterMetricFamily(
+            "ansible_operator_watch_events",
+            "Objects the API server sent an informer, by lists and watch events, before "
+            "any filtering by the operator (a sharded watch is sent only its share)",
+            labels=["resource"],
+        )
+        for informer, count in sorted(self.read_received().items()):
+            received.add_metric([informer], float(count))
+        yield received

@@ -170,6 +170,7 @@ def init_project(directory: Path, *, domain: str, project_name: str | None = Non
     out.write("config/manager/kustomization.yaml", t.MANAGER_KUSTOMIZATION)
     out.write("config/manager/manager.yaml", _render(t.MANAGER, **values))
     out.write("config/default/kustomization.yaml", t.DEFAULT_KUSTOMIZATION)
+    out.write("config/sharding/kustomization.yaml", _render(t.SHARDING_KUSTOMIZATION, **values))
     out.write("config/prometheus/kustomization.yaml", t.PROMETHEUS_KUSTOMIZATION)
     out.write("config/prometheus/monitor.yaml", _render(t.PROMETHEUS_MONITOR, **values))
     out.write("config/network-policy/kustomization.yaml", t.NETWORK_POLICY_KUSTOMIZATION)

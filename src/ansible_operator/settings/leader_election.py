@@ -1,4 +1,5 @@
-"""Leader election: one active replica, holding a Lease."""
+"""Which replicas reconcile: one leader holding a Lease (--leader-elect), or
+every replica of a shard ring, each its share of the objects (--shard-ring)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,17 @@ class LeaderElectionSettings:
     renew_deadline: float = field(
         default=10.0,
         metadata=setting("--leader-elect-renew-deadline", parse=go_duration, metavar="DURATION"),
+    )
+    shard_ring: str | None = field(
+        default=None,
+        metadata=setting(
+            "--shard-ring",
+            env="SHARD_RING",
+            metavar="NAME",
+            help="share the objects with every replica of this ring (by namespace, each "
+            "replica holding a Lease of its own; docs/reference.md, Sharding); the "
+            "--leader-elect-* durations time its Leases; not with --leader-elect",
+        ),
     )
     retry_period: float = field(
         default=2.0,

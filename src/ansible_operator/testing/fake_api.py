@@ -63,6 +63,7 @@ class FakeApi:
         self.objects: dict[Key, dict[str, Any]] = {}
         self.writes: list[Write] = []
         self.lists: list[tuple[str, str | None, str | None]] = []
+        self.shard_selectors: list[str | None] = []  # of each list, in order
         self._before: dict[str, list[BeforeAction]] = {}
         self._feeds: dict[str, asyncio.Queue[dict[str, Any]]] = {}
         self._version = 0
@@ -121,9 +122,11 @@ class FakeApi:
         *,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        shard_selector: str | None = None,  # ignored, as by a server without the gate
     ) -> dict[str, Any]:
         self._run_before("list", resource, {})
         self.lists.append((resource.plural, namespace, label_selector))
+        self.shard_selectors.append(shard_selector)
         items = [
             copy.deepcopy(obj)
             for (plural, held_namespace, _), obj in self.objects.items()

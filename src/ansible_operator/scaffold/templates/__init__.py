@@ -658,6 +658,68 @@ resources:
 """
 )
 
+# Three replicas sharing the objects (a shard ring) instead of a leader and a
+# stand-by: `make deploy DEPLOY_CONFIG=config/sharding`. JSON patches, whose
+# `test` step makes the build fail if manager.yaml changed under them.
+SHARDING_KUSTOMIZATION = (
+    """\
+# Three replicas that share the objects (a shard ring: each replica reconciles
+# the objects of its share of the namespaces; see ansible-operator's
+# docs/reference.md, "Sharding: replicas that share the objects") instead of one
+# leader and a stand-by. Deploy it with `make deploy DEPLOY_CONFIG=config/sharding`
+# (`make undeploy DEPLOY_CONFIG=config/sharding` removes it). config/default, with:
+#   - 3 replicas, `--shard-ring=${project}` in place of `--leader-elect` (the two
+#     are exclusive; --leader-election-id stays, it also names the webhook
+#     configuration), POD_NAME from the Downward API (each replica's identity:
+#     its Lease is `<ring>-<Pod name>`), and the replicas spread over nodes where
+#     the scheduler can (preferred, not required);
+#   - RBAC: nothing to add, the Role in config/rbac/leader_election.yaml already
+#     grants every Lease verb a ring member uses (get, list, watch, create,
+#     update, patch, delete).
+# The `test` step fails the build if config/manager/manager.yaml no longer has
+# --leader-elect first: then edit the patch to match.
+"""
+    + KUSTOMIZATION_HEADER
+    + """\
+resources:
+  - ../default
+patches:
+  - target:
+      group: apps
+      version: v1
+      kind: Deployment
+      name: ${project}-controller-manager
+    patch: |-
+      - op: replace
+        path: /spec/replicas
+        value: 3
+      - op: test
+        path: /spec/template/spec/containers/0/args/0
+        value: --leader-elect
+      - op: replace
+        path: /spec/template/spec/containers/0/args/0
+        value: --shard-ring=${project}
+      - op: add
+        path: /spec/template/spec/containers/0/env/-
+        value:
+          name: POD_NAME
+          valueFrom:
+            fieldRef:
+              fieldPath: metadata.name
+      - op: add
+        path: /spec/template/spec/affinity
+        value:
+          podAntiAffinity:
+            preferredDuringSchedulingIgnoredDuringExecution:
+              - weight: 100
+                podAffinityTerm:
+                  topologyKey: kubernetes.io/hostname
+                  labelSelector:
+                    matchLabels:
+                      app.kubernetes.io/name: ${project}
+"""
+)
+
 # Rendered with `@@{name}` placeholders (make's own `$$` and `$$(...)` stay as
 # they are). Recipe lines start with a tab, written as \\t.
 MAKEFILE = """\
@@ -668,6 +730,9 @@ MAKEFILE = """\
 IMG ?= @@{project}:latest
 # The image config/manager/manager.yaml names; `make deploy` puts IMG there.
 MANIFEST_IMG := @@{project}:latest
+# What deploy and undeploy apply and remove: config/default, or config/sharding
+# (three replicas sharing the objects instead of a leader and a stand-by).
+DEPLOY_CONFIG ?= config/default
 # The operator's Deployment, as config/manager/manager.yaml makes it.
 OPERATOR_NAMESPACE ?= @@{project}-system
 OPERATOR_LABEL ?= app.kubernetes.io/name=@@{project}
@@ -751,14 +816,14 @@ uninstall: ## Remove the CRDs, and with them every object of their kinds.
 \t$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k config/crd
 
 .PHONY: deploy
-deploy: ## Deploy the operator (config/default) running the image IMG.
-\t$(KUBECTL) kustomize config/default \\
+deploy: ## Deploy the operator (DEPLOY_CONFIG: config/default) running the image IMG.
+\t$(KUBECTL) kustomize $(DEPLOY_CONFIG) \\
 \t\t| sed 's|image: $(MANIFEST_IMG)$$|image: $(IMG)|' \\
 \t\t| $(KUBECTL) apply -f -
 
 .PHONY: undeploy
 undeploy: ## Remove everything deploy applied, CRDs included.
-\t$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k config/default
+\t$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k $(DEPLOY_CONFIG)
 
 ##@ Bundle (OLM)
 

@@ -1,0 +1,374 @@
+"""A ring of replicas that share the objects, kept in coordination Leases.
+
+Each replica holds a Lease of its own (`<ring>-<identity>`, labelled with the
+ring) in the operator's namespace and renews it every retry period; the live
+Leases are the members. Every member computes the same assignment of the 64
+hash buckets (sharding/assignment.py) from the members' identities. What a
+member reconciles is not what it is assigned but what it *holds*: the buckets
+named in its Lease's `ansible-operator.io/shards-held` annotation, which it
+publishes before it starts them and withdraws only after it has stopped them.
+
+Hand-over, so that no object is ever reconciled by two replicas at once:
+
+- A bucket assigned elsewhere is released: its objects leave the replica's
+  scope at once (no new reconcile starts), its in-flight reconciles are
+  waited for (cancelled after the graceful-shutdown timeout), and only then
+  is it removed from the Lease.
+- A bucket assigned here is claimed only if no other live member holds it:
+  written into our Lease first, then every Lease read again (a consistent
+  read from the API server); if another member holds it by then, the claim
+  is withdrawn. Of two members that claim one bucket at once (their views of
+  the membership differed for a moment), the one that reads second sees the
+  other's claim; if both see both, both withdraw and the next round, with
+  the views agreed, settles it.
+- A member's Lease is live while it changes: a Lease unchanged for a lease
+  duration, by this replica's own clock, is expired (as client-go judges
+  leader Leases), and its buckets are free. A member that has not renewed
+  within the renew deadline (shorter) stops reconciling and exits first
+  (`lost`), so it has stopped before anyone takes its buckets.
+- A clean shutdown stops the runs, then deletes the Lease: its buckets are
+  free at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import logging
+import os
+import re
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ansible_operator.kube.client import ApiClient, ApiError
+from ansible_operator.kube.types import Resource
+from ansible_operator.observability.metrics import Metrics
+from ansible_operator.sharding.assignment import assign
+from ansible_operator.sharding.buckets import (
+    BUCKETS,
+    format_buckets,
+    parse_buckets,
+    shard_selector,
+)
+from ansible_operator.sharding.scope import ShardedScope
+
+log = logging.getLogger("ansible_operator.sharding")
+
+RING_LABEL = "ansible-operator.io/shard-ring"
+HELD_ANNOTATION = "ansible-operator.io/shards-held"
+BUCKETS_ANNOTATION = "ansible-operator.io/shard-buckets"
+EVERY_BUCKET = frozenset(range(BUCKETS))
+LEASES = Resource(
+    group="coordination.k8s.io",
+    version="v1",
+    kind="Lease",
+    plural="leases",
+    namespaced=True,
+    verbs=frozenset({"create", "get", "list", "update", "delete"}),
+)
+
+Drain = Callable[[frozenset[int]], Awaitable[None]]
+
+
+def replica_identity() -> str:
+    """POD_NAME (the manifests set it from the Downward API), else host and pid."""
+    return os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+
+
+def lease_name(ring: str, identity: str) -> str:
+    name = re.sub(r"[^a-z0-9.-]+", "-", f"{ring}-{identity}".lower()).strip("-.")
+    return name[:253]
+
+
+@dataclass(frozen=True)
+class Member:
+    identity: str
+    lease: str
+    held: frozenset[int]
+
+
+class RingLost(Exception):
+    """This replica can no longer vouch for its Lease: it must stop reconciling."""
+
+
+class ShardRing:
+    def __init__(
+        self,
+        api: ApiClient,
+        scope: ShardedScope,
+        drain: Drain,
+        *,
+        ring: str,
+        namespace: str,
+        metrics: Metrics,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        identity: str | None = None,
+    ) -> None:
+        self.api = api
+        self.scope = scope
+        self.drain = drain
+        self.ring = ring
+        self.namespace = namespace
+        self.metrics = metrics
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self.identity = identity or replica_identity()
+        self.lease = lease_name(ring, self.identity)
+        self.lost = asyncio.Event()
+        self.members: list[Member] = []
+        self._held: frozenset[int] = frozenset()  # as published in our Lease
+        self._draining: dict[frozenset[int], asyncio.Task[None]] = {}
+        self._version = ""  # our Lease's resourceVersion, for optimistic writes
+        self._renewed_at = time.monotonic()
+        self._observed: dict[str, tuple[str, float]] = {}  # lease -> (version, seen changing)
+        self._reported: set[str] = set()
+        self._runner: asyncio.Task[None] | None = None
+
+    # ----- joining and leaving --------------------------------------------------
+    async def join(self) -> None:
+        """Create (or take back) our Lease holding nothing, learn whether the API
+        server filters by shard, and take a first share."""
+        await self._create_lease()
+        self.scope.server_side = await self._server_filters()
+        self.metrics.shard_server_side.labels(self.ring).set(1 if self.scope.server_side else 0)
+        log.info(
+            "shard ring joined ring=%s identity=%s lease=%s/%s filtering=%s",
+            self.ring,
+            self.identity,
+            self.namespace,
+            self.lease,
+            "server" if self.scope.server_side else "client",
+        )
+        if not self.scope.server_side:
+            log.info(
+                "the API server does not filter by shard (feature gate ShardedListAndWatch off, "
+                "or Kubernetes before 1.36): this replica watches every object and keeps its share"
+            )
+        await self._tick()
+
+    def start(self) -> None:
+        self._runner = asyncio.create_task(self._run(), name=f"shard-ring {self.ring}")
+
+    async def leave(self) -> None:
+        """After this replica's reconciles have stopped: hand every bucket over at once."""
+        if self._runner is not None:
+            self._runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._runner
+        for task in self._draining.values():
+            task.cancel()
+        self.scope.set_active(())
+        if self.lost.is_set():
+            return  # not ours to delete any more: it expires
+        try:
+            await self.api.delete(LEASES, self.lease, self.namespace)
+            log.info("shard ring left ring=%s lease=%s/%s", self.ring, self.namespace, self.lease)
+        except ApiError as error:
+            if error.status != 404:
+                log.warning("could not delete the ring Lease lease=%s error=%s", self.lease, error)
+
+    # ----- the loop ---------------------------------------------------------------
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.retry_period)
+            try:
+                await asyncio.wait_for(self._tick(), timeout=self.renew_deadline)
+            except asyncio.CancelledError:
+                raise
+            except RingLost as lost:
+                self._lose(str(lost))
+                return
+            except Exception as error:  # any failure is retried until the deadline
+                log.warning("shard ring renewal failed ring=%s error=%s", self.ring, error)
+            if time.monotonic() - self._renewed_at > self.renew_deadline:
+                self._lose(f"Lease not renewed for {self.renew_deadline:g}s")
+                return
+
+    def _lose(self, reason: str) -> None:
+        log.error(
+            "shard ring lost, stopping ring=%s lease=%s reason=%s", self.ring, self.lease, reason
+        )
+        self.scope.set_active(())
+        self.lost.set()
+
+    async def _tick(self) -> None:
+        members = await self._read_members()
+        assigned = assign(member.identity for member in members).get(self.identity, frozenset())
+        others = _held_by_others(members, self.identity)
+        active = self.scope.active
+        releasing = active - assigned
+        if releasing:
+            self._release(releasing)
+        draining = frozenset().union(*self._draining)
+        # Held and published, but neither reconciled nor draining: a claim that lost.
+        self._held = self.scope.active | draining
+        wanted = assigned - self._held - others
+        if not wanted:
+            await self._write(self._held)
+            return
+        await self._write(self._held | wanted)
+        others = _held_by_others(await self._read_members(), self.identity)
+        gained = wanted - others
+        if gained != wanted:
+            await self._write(self._held | gained)
+        self._held |= gained
+        if gained:
+            self.scope.set_active(self.scope.active | gained)
+            self.metrics.shard_handovers.labels(self.ring, "gained").inc(len(gained))
+            self._report_share(f"gained={format_buckets(gained)}")
+        self.metrics.shard_buckets_held.labels(self.ring).set(len(self.scope.active))
+
+    def _release(self, buckets: frozenset[int]) -> None:
+        """Stop starting reconciles of `buckets` now; withdraw them from the Lease
+        once their reconciles in flight have ended (`drain`)."""
+        self.scope.set_active(self.scope.active - buckets)
+        self.metrics.shard_buckets_held.labels(self.ring).set(len(self.scope.active))
+        self._report_share(f"releasing={format_buckets(buckets)}")
+
+        async def drain() -> None:
+            try:
+                await self.drain(buckets)
+            finally:
+                self._draining.pop(buckets, None)
+                self.metrics.shard_handovers.labels(self.ring, "released").inc(len(buckets))
+
+        self._draining[buckets] = asyncio.create_task(drain(), name=f"shard-drain {buckets}")
+
+    def _report_share(self, change: str) -> None:
+        log.info(
+            "shard share changed ring=%s %s holding=%s members=%d",
+            self.ring,
+            change,
+            format_buckets(self.scope.active) or "none",
+            len(self.members),
+        )
+
+    # ----- the Leases ------------------------------------------------------------------
+    async def _read_members(self) -> list[Member]:
+        """The live members, ourselves included (a consistent read: no resourceVersion)."""
+        listing = await self.api.list(
+            LEASES, self.namespace, label_selector=f"{RING_LABEL}={self.ring}"
+        )
+        now = time.monotonic()
+        leases = listing.get("items") or []
+        members = [m for m in (self._member(lease, now) for lease in leases) if m is not None]
+        listed = {(lease.get("metadata") or {}).get("name") for lease in leases}
+        for gone in set(self._observed) - listed:
+            del self._observed[gone]  # deleted: an expired one stays observed, and expired
+        if self.lease not in listed:
+            raise RingLost("our Lease is gone (deleted by someone else?)")
+        self.members = members
+        self.metrics.shard_members.labels(self.ring).set(len(members))
+        return members
+
+    def _member(self, lease: dict[str, Any], now: float) -> Member | None:
+        metadata = lease.get("metadata") or {}
+        name = str(metadata.get("name") or "")
+        version = str(metadata.get("resourceVersion") or "")
+        if name == self.lease:
+            return Member(self.identity, name, self._held)
+        previous = self._observed.get(name)
+        if previous is None or previous[0] != version:
+            self._observed[name] = (version, now)
+        elif now - previous[1] > self.lease_duration:
+            return None  # unchanged for a lease duration: expired
+        spec = lease.get("spec") or {}
+        identity = spec.get("holderIdentity") if isinstance(spec, dict) else None
+        annotations = metadata.get("annotations") or {}
+        try:
+            if not isinstance(identity, str) or not identity:
+                raise ValueError("spec.holderIdentity is not a name")
+            held = parse_buckets(str(annotations.get(HELD_ANNOTATION, "")))
+        except ValueError as error:
+            if name not in self._reported:
+                self._reported.add(name)
+                log.warning(
+                    "malformed ring Lease taken as holding every bucket until it expires "
+                    "lease=%s/%s error=%s",
+                    self.namespace,
+                    name,
+                    error,
+                )
+            return Member(f"malformed:{name}", name, EVERY_BUCKET)
+        return Member(identity, name, held)
+
+    def _body(self, held: frozenset[int]) -> dict[str, Any]:
+        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        metadata: dict[str, Any] = {
+            "name": self.lease,
+            "namespace": self.namespace,
+            "labels": {RING_LABEL: self.ring},
+            "annotations": {
+                HELD_ANNOTATION: format_buckets(held),
+                BUCKETS_ANNOTATION: str(BUCKETS),
+            },
+        }
+        if self._version:
+            metadata["resourceVersion"] = self._version
+        return {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": metadata,
+            "spec": {
+                "holderIdentity": self.identity,
+                "leaseDurationSeconds": max(1, round(self.lease_duration)),
+                "renewTime": now,
+            },
+        }
+
+    async def _create_lease(self) -> None:
+        self._version = ""
+        try:
+            created = await self.api.create(LEASES, self._body(frozenset()), self.namespace)
+        except ApiError as error:
+            if error.status != 409:
+                raise
+            # Ours from a previous life of this replica (same POD_NAME): whatever it
+            # held died with it; start again from nothing.
+            current = await self.api.get(LEASES, self.lease, self.namespace)
+            self._version = (current.get("metadata") or {}).get("resourceVersion") or ""
+            created = await self.api.replace(
+                LEASES, self.lease, self._body(frozenset()), self.namespace
+            )
+        self._version = (created.get("metadata") or {}).get("resourceVersion") or ""
+        self._renewed_at = time.monotonic()
+
+    async def _write(self, held: frozenset[int]) -> None:
+        try:
+            written = await self.api.replace(LEASES, self.lease, self._body(held), self.namespace)
+        except ApiError as error:
+            if error.status == 404:
+                raise RingLost("our Lease is gone (deleted by someone else?)") from error
+            if error.status == 409:
+                # Someone else wrote our Lease: read it back, write ours over it next round.
+                current = await self.api.get(LEASES, self.lease, self.namespace)
+                self._version = (current.get("metadata") or {}).get("resourceVersion") or ""
+            raise
+        self._version = (written.get("metadata") or {}).get("resourceVersion") or ""
+        self._renewed_at = time.monotonic()
+
+    async def _server_filters(self) -> bool:
+        """Whether the API server applies `shardSelector`: it echoes it in the
+        list's `shardInfo` only then (an older server, or the gate off, ignores it)."""
+        try:
+            listing = await self.api.list(
+                LEASES,
+                self.namespace,
+                label_selector=f"{RING_LABEL}={self.ring}",
+                shard_selector=shard_selector(EVERY_BUCKET),
+            )
+        except ApiError as error:
+            log.info("a sharded list was refused, filtering here error=%s", error)
+            return False
+        return bool((listing.get("metadata") or {}).get("shardInfo"))
+
+
+def _held_by_others(members: list[Member], identity: str) -> frozenset[int]:
+    return frozenset().union(*(m.held for m in members if m.identity != identity))
