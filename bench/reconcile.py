@@ -1,8 +1,8 @@
 """Reconcile benchmark: N Memcached-style objects created at once, per runner mode.
 
     .venv/bin/python bench/reconcile.py [--objects 1,10,50] [--concurrency 2] [--gather-facts]
-                                        [--modes reference,warm] [--steady 60]
-                                        [--ansible-core 2.18,2.21]
+                                        [--modes reference,warm] [--steady 60] [--quiet 5]
+                                        [--cpu-limit none,1] [--ansible-core 2.18,2.21]
 
 For each N and each mode (same concurrency), on the local control plane (or
 KUBECONFIG): start `ansible-operator run` over bench/operator, create N objects
@@ -16,8 +16,23 @@ own count of what it and its runs sent to the API server, and of the reads it
 answered from its cache), and each run's wall time per task (`ms/task`: the
 median run's duration over its task count, what Ansible's machinery costs per
 task, over every run). Between the two, with nothing changing for
-`--steady` seconds, the number of Ansible runs (should be 0). Prints one
-table with the ratios to `reference`.
+`--steady` seconds, the number of Ansible runs (should be 0). And the
+operator's start: seconds from starting its process to the first 200 from its
+/readyz (`ready s`), and its idle memory: once every change is Successful and
+nothing ran or waited in its queue for `--quiet` seconds (its own
+runs-in-flight and queue-depth metrics), the PSS of its whole process tree,
+the warm runner's processes included (`idle PSS`, MiB). Prints one table with
+the ratios to `reference`.
+
+`--cpu-limit none,1` runs all of that once per limit (same N and modes), the
+operator and every run in a cgroup with a CPU quota of that many CPUs, as a
+Pod's CPU limit sets one (`cpu.max` "100000 100000" on cgroup v2, or
+cpu.cfs_quota_us where the cpu controller is on v1: bench/cpu_limit.py), and
+prints one table per limit, the limit in its header; `none`: no quota. Root
+only: the operator then runs in a group of its own whatever the limit, and
+`CPU s` is that group's CPU time (cgroup cpu.stat usage_usec: every process
+the operator ran, exactly); where no group can be made (not root), `none`
+takes the CPU times of the operator's process tree instead. Default: `none`.
 Runs gather no facts (ANSIBLE_GATHERING=explicit, as Operator SDK's scaffolded
 manager.yaml has it) unless `--gather-facts`.
 
@@ -44,6 +59,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 import uuid
 from dataclasses import dataclass, field
@@ -51,6 +67,7 @@ from pathlib import Path
 
 from kubernetes import client, config
 
+import cpu_limit
 from ansible_operator.cluster import provide
 from ansible_operator.runner import proctree
 from ansible_operator.testing.manifests import apply_manifests
@@ -63,6 +80,7 @@ GROUP, VERSION, PLURAL = "bench.ansible-operator.io", "v1alpha1", "memcacheds"
 # counted in `ok`, failures apart).
 RUN_LINE = re.compile(r"run succeeded .* duration=([\d.]+)s ok=(\d+)")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+READY_TIMEOUT = 120.0  # seconds from the operator's start to its /readyz 200
 
 
 @dataclass
@@ -81,6 +99,11 @@ class Result:
     change_makespan: float = 0.0
     run_seconds: list[float] = field(default_factory=list)  # each run's wall time
     tasks_per_run: float = 0.0
+    cpu_limit: str = "none"  # CPUs of the operator's quota, as given to --cpu-limit
+    quota: str = ""  # how the quota was set (the cgroup file), "" without a group
+    throttled_seconds: float = 0.0  # the time the quota held the operator back
+    ready_seconds: float = float("nan")  # process start -> first /readyz 200
+    idle_pss_mib: float = float("nan")  # the whole tree, settled and quiet
     error: str = ""  # why this mode gave no figures
 
     @property
@@ -172,8 +195,10 @@ def measure(
     concurrency: int,
     steady: float,
     gather_facts: bool = False,
+    limit: str = "none",
+    quiet: float = 5.0,
 ) -> Result:
-    result = Result(mode, objects)
+    result = Result(mode, objects, cpu_limit=limit)
     custom = client.CustomObjectsApi(api)
     namespace = f"bench-{mode}-{uuid.uuid4().hex[:6]}"
     client.CoreV1Api(api).create_namespace(
@@ -198,22 +223,33 @@ def measure(
     peak = [0.0]
     sampling = threading.Event()
     sampler: threading.Thread | None = None
+    group: cpu_limit.CpuGroup | None = None
     try:
         try:
-            operator.start()
-        except AssertionError as error:
-            raise BenchFailed(f"the operator did not start; see {log_path}") from error
+            group = cpu_limit.CpuGroup.make(None if limit == "none" else float(limit))
+        except cpu_limit.Unavailable as error:
+            if limit != "none":
+                raise BenchFailed(f"no cgroup for a CPU limit: {error}") from error
+        except OSError as error:
+            raise BenchFailed(f"could not make the operator's cgroup: {error}") from error
+        result.quota = group.quota if group else ""
+        result.ready_seconds = start_until_ready(operator, group)
         assert operator.process is not None
         root = operator.process.pid
 
+        def processes() -> list[int]:
+            """The operator's tree, and whatever else is in its cgroups."""
+            return sorted(set(proctree.tree(root)) | (group.pids() if group else set()))
+
         def sample() -> None:
             while not sampling.is_set():
-                peak[0] = max(peak[0], _memory_mib(proctree.tree(root)))
+                peak[0] = max(peak[0], _memory_mib(processes()))
                 time.sleep(0.1)
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
-        cpu_before = _cpu_seconds(root)
+        tree_cpu_before = _cpu_seconds(root)
+        cpu_before = group.cpu_seconds() if group else 0.0
         requests_before, hits_before = _operator_requests(operator)
         created: dict[str, float] = {}
         started = time.monotonic()
@@ -226,7 +262,14 @@ def measure(
         done = _wait_successful(custom, namespace, objects, {}, log_path)
         result.makespan = max(done.values()) - started
         result.latencies = [done[name] - created[name] for name in created]
-        result.cpu_seconds = _cpu_seconds(root) - cpu_before
+        tree_cpu = _cpu_seconds(root) - tree_cpu_before
+        result.cpu_seconds = group.cpu_seconds() - cpu_before if group else tree_cpu
+        if group:
+            print(
+                f"CPU s, creation phase: {result.cpu_seconds:.2f} (cgroup), "
+                f"{tree_cpu:.2f} (process tree)",
+                file=sys.stderr,
+            )
         requests_after, hits_after = _operator_requests(operator)
         result.requests_per_reconcile = (requests_after - requests_before) / objects
         result.cache_hits_per_reconcile = (hits_after - hits_before) / objects
@@ -249,14 +292,73 @@ def measure(
         runs = RUN_LINE.findall(operator.logs)
         result.run_seconds = [float(duration) for duration, _ in runs]
         result.tasks_per_run = statistics.median(int(ok) for _, ok in runs) if runs else 0.0
+        if wait_quiet(operator, quiet):
+            result.idle_pss_mib = _memory_mib(processes())
+        else:
+            print(f"{mode}: never quiet for {quiet:.0f} s; no idle PSS", file=sys.stderr)
+        if group and group.throttled:
+            result.throttled_seconds = group.throttled_seconds()
+            print(f"cpu.stat of the quota's group: {group.throttling()}", file=sys.stderr)
     finally:
         sampling.set()
         if sampler:
             sampler.join()
         result.peak_pss_mib = peak[0]
         operator.stop()
+        if group:
+            group.remove()
         client.CoreV1Api(api).delete_namespace(namespace)
     return result
+
+
+def start_until_ready(operator: OperatorProcess, group: cpu_limit.CpuGroup | None) -> float:
+    """Start the operator (in `group`, joined as soon as its process exists,
+    before it imports anything); seconds from the start to its first /readyz 200."""
+    started = time.monotonic()
+    operator.start(wait_ready=False)
+    assert operator.process is not None
+    if group:
+        try:
+            group.join(operator.process.pid)
+        except OSError as error:
+            raise BenchFailed(
+                f"could not move the operator into {group.groups}: {error}"
+            ) from error
+    deadline = started + READY_TIMEOUT
+    while time.monotonic() < deadline:
+        if operator.process.poll() is not None:
+            code = operator.process.returncode
+            raise BenchFailed(f"the operator exited with {code}; see {operator.log_path}")
+        with contextlib.suppress(AssertionError, OSError, urllib.error.URLError):
+            if operator.health("/readyz") == 200:
+                seconds = time.monotonic() - started
+                break
+        time.sleep(0.02)
+    else:
+        raise BenchFailed(f"no /readyz 200 in {READY_TIMEOUT:.0f} s; see {operator.log_path}")
+    try:  # ready is set just before this line: the metrics address is logged by then
+        operator.wait_for_log(r"operator started", timeout=30)
+    except AssertionError as error:
+        raise BenchFailed(f"the operator did not start; see {operator.log_path}") from error
+    return seconds
+
+
+def wait_quiet(operator: OperatorProcess, seconds: float, timeout: float = 120.0) -> bool:
+    """Until no run was in flight and no key queued for `seconds` (the
+    operator's own gauges, read twice a second); False if not in `timeout`."""
+    url = metrics_url(operator)
+    deadline = time.monotonic() + timeout
+    busy_at = time.monotonic()
+    while time.monotonic() < deadline:
+        runs, queued = metric_total(
+            url, "ansible_operator_runs_in_flight{", "ansible_operator_queue_depth{"
+        )
+        if runs or queued:
+            busy_at = time.monotonic()
+        elif time.monotonic() - busy_at >= seconds:
+            return True
+        time.sleep(0.5)
+    return False
 
 
 def _successful(item: dict) -> dict | None:
@@ -311,12 +413,41 @@ def _wait_successful(
     return done
 
 
-def report(results: list[Result]) -> None:
+def limit_title(limit: str, results: list[Result]) -> str:
+    """A table's CPU limit, and how it was set."""
+    if limit == "none":
+        return "CPU limit: none"
+    quota = next((r.quota for r in results if r.quota), "")
+    return f"CPU limit: {limit} CPU" + (f" ({quota})" if quota else "")
+
+
+def report(results: list[Result], quiet: float = 5.0) -> None:
+    """One table per CPU limit, in the order run."""
+    for limit in dict.fromkeys(r.cpu_limit for r in results):
+        subset = [r for r in results if r.cpu_limit == limit]
+        print(f"\n{limit_title(limit, subset)}")
+        report_limit(subset)
+        throttled = [
+            f"N={r.objects} {r.mode} {r.throttled_seconds:.1f} s"
+            for r in subset
+            if r.quota and limit != "none" and not r.error
+        ]
+        if throttled:
+            listed = ", ".join(throttled)
+            print(f"throttled by the quota (cgroup cpu.stat, summed over CPUs): {listed}")
+    print(
+        "(ready s: the operator's start -> first /readyz 200; idle PSS: its whole process "
+        f"tree in MiB, once nothing ran nor was queued for {quiet:.0f} s after the changes)"
+    )
+
+
+def report_limit(results: list[Result]) -> None:
     print(
         f"{'N':>4} {'mode':<10} {'p50 s':>7} {'p95 s':>7} {'max s':>7} {'makespan s':>10} "
         f"{'CPU s':>7} {'peak MiB':>9} {'req/rec':>8} {'hits/rec':>8} {'steady runs':>11} "
         f"{'ms/task':>8} {'p50 x':>6} {'makespan x':>10}  "
-        f"{'chg p50 s':>9} {'chg makespan s':>14} {'chg p50 x':>9} {'chg makespan x':>14}"
+        f"{'chg p50 s':>9} {'chg makespan s':>14} {'chg p50 x':>9} {'chg makespan x':>14}  "
+        f"{'ready s':>7} {'idle PSS':>8}"
     )
     reference = {r.objects: r for r in results if r.mode == "reference" and not r.error}
     for r in results:
@@ -337,7 +468,8 @@ def report(results: list[Result]) -> None:
             f"{r.steady_runs:>11} {r.per_task_ms:>8.0f} "
             f"{p50_ratio:>5.1f}x {makespan_ratio:>9.1f}x  "
             f"{r.change_p50:>9.2f} {r.change_makespan:>14.2f} "
-            f"{change_ratio:>8.1f}x {change_makespan_ratio:>13.1f}x"
+            f"{change_ratio:>8.1f}x {change_makespan_ratio:>13.1f}x  "
+            f"{r.ready_seconds:>7.2f} {r.idle_pss_mib:>8.0f}"
         )
 
 
@@ -375,6 +507,8 @@ def run_in_release(minor: str, kubeconfig: Path, args: argparse.Namespace) -> Re
                 f"--concurrency={args.concurrency}",
                 f"--modes={args.modes}",
                 f"--steady={args.steady}",
+                f"--quiet={args.quiet}",
+                f"--cpu-limit={args.cpu_limit}",
                 f"--results-json={output}",
                 *(["--gather-facts"] if args.gather_facts else []),
             ],
@@ -390,11 +524,26 @@ def run_in_release(minor: str, kubeconfig: Path, args: argparse.Namespace) -> Re
     return release
 
 
-def report_releases(releases: list[Release], modes: list[str]) -> None:
-    """One row per release and N, each mode's figures side by side, then the
-    other modes' speed-up over `reference`."""
+def report_releases(releases: list[Release], modes: list[str], limits: list[str]) -> None:
+    """Per CPU limit, one table: one row per release and N, each mode's figures
+    side by side, then the other modes' speed-up over `reference`."""
+    for limit in limits:
+        subset = [
+            dataclasses.replace(
+                release, results=[r for r in release.results if r.cpu_limit == limit]
+            )
+            for release in releases
+        ]
+        print(f"\n{limit_title(limit, [r for rel in subset for r in rel.results])}")
+        report_releases_limit(subset, modes)
+
+
+def report_releases_limit(releases: list[Release], modes: list[str]) -> None:
     others = [m for m in modes if m != "reference"] if "reference" in modes else []
-    block = f"{'p50 s':>7} {'makespan s':>10} {'CPU s':>7} {'peak MiB':>8} {'ms/task':>7}"
+    block = (
+        f"{'p50 s':>7} {'makespan s':>10} {'CPU s':>7} {'peak MiB':>8} {'ms/task':>7} "
+        f"{'ready s':>7} {'idle PSS':>8}"
+    )
     ratio = f"{'p50 x':>6} {'makespan x':>10}"
     print(
         f"{'':<13} {'':<7} {'':>4}"
@@ -418,12 +567,15 @@ def report_releases(releases: list[Release], modes: list[str]) -> None:
             for mode in modes:
                 r = by_mode.get(mode)
                 if r is None or r.error:
-                    cells.append(f"{'failed':>7} {'-':>10} {'-':>7} {'-':>8} {'-':>7}")
+                    cells.append(
+                        f"{'failed':>7} {'-':>10} {'-':>7} {'-':>8} {'-':>7} {'-':>7} {'-':>8}"
+                    )
                     failures.append(f"{name} N={count} {mode}: {r.error if r else 'not run'}")
                 else:
                     cells.append(
                         f"{r.p50:>7.2f} {r.makespan:>10.2f} {r.cpu_seconds:>7.1f} "
-                        f"{r.peak_pss_mib:>8.0f} {r.per_task_ms:>7.0f}"
+                        f"{r.peak_pss_mib:>8.0f} {r.per_task_ms:>7.0f} "
+                        f"{r.ready_seconds:>7.2f} {r.idle_pss_mib:>8.0f}"
                     )
             base = by_mode.get("reference")
             for mode in others:
@@ -443,25 +595,46 @@ def measure_all(kubeconfig: Path, args: argparse.Namespace) -> list[Result]:
     results = []
     with config.new_client_from_config(str(kubeconfig)) as api:
         apply_manifests(api, HERE / "crd.yaml")
-        for count in (int(n) for n in args.objects.split(",")):
-            for mode in args.modes.split(","):
-                print(f"N={count} mode={mode} ...", file=sys.stderr)
-                try:
-                    results.append(
-                        measure(
-                            kubeconfig,
-                            api,
-                            mode,
-                            count,
-                            args.concurrency,
-                            args.steady,
-                            gather_facts=args.gather_facts,
+        for limit in args.cpu_limit.split(","):
+            for count in (int(n) for n in args.objects.split(",")):
+                for mode in args.modes.split(","):
+                    what = f"N={count} mode={mode} cpu-limit={limit}"
+                    print(f"{what} ...", file=sys.stderr)
+                    try:
+                        results.append(
+                            measure(
+                                kubeconfig,
+                                api,
+                                mode,
+                                count,
+                                args.concurrency,
+                                args.steady,
+                                gather_facts=args.gather_facts,
+                                limit=limit,
+                                quiet=args.quiet,
+                            )
                         )
-                    )
-                except BenchFailed as failure:
-                    print(f"N={count} mode={mode} failed: {failure}", file=sys.stderr)
-                    results.append(Result(mode, count, error=str(failure)))
+                    except BenchFailed as failure:
+                        print(f"{what} failed: {failure}", file=sys.stderr)
+                        results.append(Result(mode, count, cpu_limit=limit, error=str(failure)))
     return results
+
+
+def cpu_limits(text: str) -> str:
+    """--cpu-limit: a comma list of `none` or CPUs (> 0), normalised ("1.0" -> "1")."""
+    limits = []
+    for item in (part.strip() for part in text.split(",")):
+        if item.lower() == "none":
+            limits.append("none")
+            continue
+        try:
+            cpus = float(item)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{item!r} is neither `none` nor CPUs") from None
+        if not 0.01 <= cpus < float("inf"):
+            raise argparse.ArgumentTypeError(f"{item!r}: at least 0.01 CPUs")
+        limits.append(f"{cpus:g}")
+    return ",".join(dict.fromkeys(limits))
 
 
 def main() -> None:
@@ -470,6 +643,20 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--modes", default="reference,warm")
     parser.add_argument("--steady", type=float, default=60.0, help="seconds of quiet to watch")
+    parser.add_argument(
+        "--quiet",
+        type=float,
+        default=5.0,
+        help="seconds with no run and nothing queued before the idle PSS is read",
+    )
+    parser.add_argument(
+        "--cpu-limit",
+        type=cpu_limits,
+        default="none",
+        metavar="LIMITS",
+        help="comma list of CPU limits, each `none` or CPUs (e.g. none,1,0.5): a table per "
+        "limit, the operator and its runs in a cgroup with that CPU quota (root only)",
+    )
     parser.add_argument(
         "--ansible-core",
         help="comma list of ansible-core releases (2.18,2.19,2.20,2.21) to run in, each in "
@@ -483,6 +670,10 @@ def main() -> None:
     )
     parser.add_argument("--results-json", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if any(limit != "none" for limit in args.cpu_limit.split(",")) and (
+        reason := cpu_limit.unavailable_reason(limited=True)
+    ):
+        parser.error(f"--cpu-limit: {reason}")
     setting = (
         f"Memcached-style role (Deployment, Service, ConfigMap, status), "
         f"{args.concurrency} concurrent reconciles, {os.cpu_count()} CPUs, "
@@ -495,7 +686,7 @@ def main() -> None:
                 for minor in args.ansible_core.split(",")
             ]
             print(f"\n{setting}, per ansible-core release")
-            report_releases(releases, args.modes.split(","))
+            report_releases(releases, args.modes.split(","), args.cpu_limit.split(","))
             failed = any(r.error for release in releases for r in release.results) or any(
                 release.error for release in releases
             )
@@ -512,7 +703,7 @@ def main() -> None:
             )
         )
     print(f"\n{setting}, ansible-core {importlib.metadata.version('ansible-core')}")
-    report(results)
+    report(results, args.quiet)
     sys.exit(1 if any(r.error for r in results) else 0)
 
 

@@ -100,3 +100,27 @@ async def test_the_server_is_asked_for_the_share_and_then_for_less() -> None:
     await _until(lambda: len(api.shard_selectors) == 3)
     assert api.shard_selectors[2] == shard_selector({bucket_of("payments")})
     await informer.stop()
+
+
+async def test_cluster_scoped_objects_are_announced_when_their_bucket_arrives() -> None:
+    from ansible_operator.manager.manager import _AnnounceClusterScopedOnGain
+
+    api = FakeApi()
+    nodes = Resource("example.com", "v1", "Gadget", "gadgets", False)
+    api.put(nodes, {"metadata": {"name": "g1"}, "spec": {}})
+    scope = ShardedScope(NamespaceScope())
+    informer = Informer(api, nodes, scope=scope)  # type: ignore[arg-type]
+    await informer.start()
+    await informer.wait_synced()
+    announced: list[tuple[str, str]] = []
+    announce = _AnnounceClusterScopedOnGain()
+    announce.kinds.append(
+        (informer, lambda kind, _old, new: announced.append((kind, new["metadata"]["name"])))
+    )
+    scope.add_listener(announce)
+
+    scope.set_active({bucket_of("billing")} - {bucket_of("")})
+    assert announced == []  # not the bucket every cluster-scoped object hashes to
+    scope.set_active({bucket_of("")})
+    assert announced == [("ADDED", "g1")]
+    await informer.stop()

@@ -220,7 +220,7 @@ class Informer:
             self._list_entered(namespace), name=f"informer {self.name} entering {namespace}"
         )
 
-    def share_changed(self, entering: list[str], *, grew: bool) -> None:
+    def share_changed(self, entering: list[str], gained: frozenset[int]) -> None:
         """A sharded scope (sharding/scope.py) moved: when it grew, relist across
         the cluster with the new share (which namespaces it brings is not
         known), or list the `entering` ones of a fixed list; when it only
@@ -228,6 +228,7 @@ class Informer:
         filters, so that it stops sending what is no longer ours."""
         if not self._started:
             return
+        grew = bool(gained)
         if not self.cluster_wide:
             for namespace in entering if grew else ():
                 self._spawn(namespace)

@@ -32,7 +32,7 @@ from ansible_operator.kube.client import ApiClient
 from ansible_operator.kube.config import KubeConfig
 from ansible_operator.kube.discovery import RestMapper
 from ansible_operator.kube.impersonation import verify_impersonation
-from ansible_operator.kube.informer import EventListener
+from ansible_operator.kube.informer import EventListener, Informer
 from ansible_operator.kube.namespace_scope import NamespaceScope
 from ansible_operator.kube.namespace_selection import SelectedNamespaces
 from ansible_operator.kube.types import Resource
@@ -96,6 +96,7 @@ class Manager:
         self.cache: InformerCache | None = None
         self.scope: NamespaceScope | None = None
         self.ring: ShardRing | None = None
+        self._cluster_scoped = _AnnounceClusterScopedOnGain()
         self.dependents: DependentWatches | None = None
         self.mapper: RestMapper | None = None
         self.proxy: ApiProxy | None = None
@@ -335,6 +336,7 @@ class Manager:
         if self.options.leader_election.shard_ring:
             # Empty until the ring gives this replica its share (sharding/ring.py).
             scope = ShardedScope(scope)
+            scope.add_listener(self._cluster_scoped)
         scope.add_listener(_ForgetLeftNamespaces(self.controllers, self.reconcilers))
         return scope
 
@@ -465,7 +467,10 @@ class Manager:
         if isinstance(self.scope, ShardedScope):
             scope = self.scope
             controller.admits = lambda key: scope.owns(key.namespace)
-        informer.add_listener(_primary_listener(controller, watch))
+        listener = _primary_listener(controller, watch)
+        informer.add_listener(listener)
+        if not resource.namespaced:
+            self._cluster_scoped.kinds.append((informer, listener))
         self.dependents.add_owner(watch, controller.enqueue, namespaced=resource.namespaced)
         self.controllers.append(controller)
         if wait:
@@ -497,6 +502,28 @@ class _ForgetLeftNamespaces:
             controller.forget_namespace(namespace)
         for reconciler in self.reconcilers:
             reconciler.forget_namespace(namespace)
+
+
+class _AnnounceClusterScopedOnGain:
+    """Cluster-scoped kinds are watched whole, so their informers hear nothing
+    when this replica's share gains the bucket of "" (where all their objects
+    hash): their objects are announced to the controllers again, as at a start."""
+
+    def __init__(self) -> None:
+        self.kinds: list[tuple[Informer, EventListener]] = []
+
+    def namespace_entered(self, namespace: str) -> None:
+        """Namespaced objects: the informers announce them."""
+
+    def namespace_left(self, namespace: str) -> None:
+        """Namespaced objects: the controllers forget them."""
+
+    def share_changed(self, _entering: list[str], gained: frozenset[int]) -> None:
+        if bucket_of("") not in gained:
+            return
+        for informer, listener in self.kinds:
+            for obj in informer.list():
+                listener("ADDED", None, obj)
 
 
 def _primary_listener(controller: Controller, watch: Watch) -> EventListener:

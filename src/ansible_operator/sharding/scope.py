@@ -88,7 +88,7 @@ class ShardedScope(NamespaceScope):
             share_changed = getattr(listener, "share_changed", None)
             try:
                 if share_changed is not None:
-                    share_changed(entering, grew=bool(gained))
+                    share_changed(entering, gained)
                 else:
                     for namespace in entering:
                         listener.namespace_entered(namespace)
