@@ -16,7 +16,7 @@ from ansible_operator.kube.namespace_scope import NamespaceScope
 from ansible_operator.observability.metrics import Metrics
 from ansible_operator.sharding.assignment import assign
 from ansible_operator.sharding.buckets import BUCKETS, parse_buckets
-from ansible_operator.sharding.ring import HELD_ANNOTATION, ShardRing
+from ansible_operator.sharding.ring import HELD_ANNOTATION, LocalShare, ShardRing
 from ansible_operator.sharding.scope import ShardedScope
 
 
@@ -38,8 +38,8 @@ class LeaseStore:
                 if lease
                 else frozenset()
             )
-            assert ring.scope.active <= published, f"{ring.identity} runs unpublished buckets"
-            for bucket in ring.scope.active:
+            assert _active(ring) <= published, f"{ring.identity} runs unpublished buckets"
+            for bucket in _active(ring):
                 assert bucket not in owners, (
                     f"bucket {bucket}: {owners[bucket]} and {ring.identity}"
                 )
@@ -96,6 +96,12 @@ class FakeApi:
         return copy.deepcopy(stored)
 
 
+def _active(ring: ShardRing) -> frozenset[int]:
+    """What the replica's scope reconciles now."""
+    assert isinstance(ring.share, LocalShare)
+    return ring.share.scope.active
+
+
 def _ring(store: LeaseStore, identity: str, drained: asyncio.Event | None = None) -> ShardRing:
     async def drain(_buckets: frozenset[int]) -> None:
         if drained is not None:
@@ -104,8 +110,7 @@ def _ring(store: LeaseStore, identity: str, drained: asyncio.Event | None = None
 
     ring = ShardRing(
         store.client(),  # type: ignore[arg-type]
-        ShardedScope(NamespaceScope()),
-        drain,
+        LocalShare(ShardedScope(NamespaceScope()), drain),
         ring="r",
         namespace="ops",
         metrics=Metrics(),
@@ -123,7 +128,7 @@ async def _settled(rings: list[ShardRing], within: float = 10.0) -> None:
     expected = assign(ring.identity for ring in rings)
     async with asyncio.timeout(within):
         while True:
-            if all(ring.scope.active == expected[ring.identity] for ring in rings):
+            if all(_active(ring) == expected[ring.identity] for ring in rings):
                 return
             await asyncio.sleep(0.01)
 
@@ -135,8 +140,8 @@ async def test_replicas_joining_at_once_split_the_space_without_overlap() -> Non
     for ring in rings:
         ring.start()
     await _settled(rings)
-    assert all(ring.scope.active for ring in rings), "a member was left without a share"
-    assert sum(len(ring.scope.active) for ring in rings) == BUCKETS
+    assert all(_active(ring) for ring in rings), "a member was left without a share"
+    assert sum(len(_active(ring)) for ring in rings) == BUCKETS
     for ring in rings:
         await ring.leave()
 
@@ -152,11 +157,11 @@ async def test_a_joiner_waits_for_the_holder_to_drain_before_it_starts() -> None
     await second.join()
     second.start()
     await asyncio.sleep(0.2)  # many rounds of both: the holder is still draining
-    assert not second.scope.active, "started buckets whose runs had not ended elsewhere"
-    assert len(first.scope.active) < BUCKETS, "the holder kept starting what it hands over"
+    assert not _active(second), "started buckets whose runs had not ended elsewhere"
+    assert len(_active(first)) < BUCKETS, "the holder kept starting what it hands over"
     drained.set()
     await _settled([first, second])
-    assert second.scope.active
+    assert _active(second)
     for ring in (first, second):
         await ring.leave()
 
@@ -175,9 +180,9 @@ async def test_a_clean_leave_hands_over_at_once_and_a_dead_member_after_expiry()
     dead = rings[1]
     assert dead._runner is not None
     dead._runner.cancel()
-    dead_share = dead.scope.active
+    dead_share = _active(dead)
     await asyncio.sleep(0.3)
-    assert not (rings[2].scope.active & dead_share), "took a share before its Lease expired"
+    assert not (_active(rings[2]) & dead_share), "took a share before its Lease expired"
     store.rings.remove(dead)
     await _settled(rings[2:])
     await rings[2].leave()
@@ -191,4 +196,4 @@ async def test_a_replica_whose_lease_was_deleted_stops_everything() -> None:
     await _settled([ring])
     del store.leases[ring.lease]
     await asyncio.wait_for(ring.lost.wait(), 5)
-    assert not ring.scope.active
+    assert not _active(ring)

@@ -57,7 +57,7 @@ from ansible_operator.serving.http_malformed import StrictAppRunner
 from ansible_operator.settings import Settings
 from ansible_operator.settings.precedence import Effective, effective
 from ansible_operator.sharding.buckets import bucket_of
-from ansible_operator.sharding.ring import ShardRing
+from ansible_operator.sharding.ring_thread import ShardRingThread
 from ansible_operator.sharding.scope import ShardedScope
 from ansible_operator.webhooks.service import WebhookService
 
@@ -95,7 +95,7 @@ class Manager:
         self.reconcilers: list[AnsibleReconciler] = []
         self.cache: InformerCache | None = None
         self.scope: NamespaceScope | None = None
-        self.ring: ShardRing | None = None
+        self.ring: ShardRingThread | None = None
         self._cluster_scoped = _AnnounceClusterScopedOnGain()
         self.dependents: DependentWatches | None = None
         self.mapper: RestMapper | None = None
@@ -276,12 +276,12 @@ class Manager:
                         return 0
                     acquiring.result()
                 if isinstance(self.scope, ShardedScope):
-                    self.ring = self._shard_ring(api, self.scope)
+                    # On a thread of its own, as leader election: renewal never
+                    # waits for this loop.
+                    self.ring = self._shard_ring(config, self.scope)
                     await self.ring.join()
                 shared = Shared(api=api, options=self.options, metrics=self.metrics, runner=host)
                 await self._start_controllers(shared)
-                if self.ring is not None:
-                    self.ring.start()
                 self.ready = True
                 log.info(
                     "operator started watches=%d namespaces=%s",
@@ -340,13 +340,14 @@ class Manager:
         scope.add_listener(_ForgetLeftNamespaces(self.controllers, self.reconcilers))
         return scope
 
-    def _shard_ring(self, api: ApiClient, scope: ShardedScope) -> ShardRing:
+    def _shard_ring(self, config: KubeConfig, scope: ShardedScope) -> ShardRingThread:
         settings = self.options.leader_election
         assert settings.shard_ring is not None
-        return ShardRing(
-            api,
+        return ShardRingThread(
+            config,
             scope,
             self._drain,
+            trace_configs=[self.metrics.request_counter("operator")],
             ring=settings.shard_ring,
             namespace=self._leader_namespace(),
             metrics=self.metrics,

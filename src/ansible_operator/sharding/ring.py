@@ -42,7 +42,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.kube.types import Resource
@@ -74,6 +74,43 @@ LEASES = Resource(
 Drain = Callable[[frozenset[int]], Awaitable[None]]
 
 
+class Share(Protocol):
+    """Where the ring's decisions take effect: the replica's scope and controllers."""
+
+    def filtering(self, server_side: bool) -> None:
+        """Whether the API server filters by shard (learned once, at joining)."""
+
+    def activate(self, buckets: frozenset[int]) -> None:
+        """Reconcile exactly `buckets` (more than before: every one published)."""
+
+    async def release(self, buckets: frozenset[int]) -> None:
+        """Stop reconciling `buckets` now; return once their reconciles in flight ended."""
+
+    def lose(self) -> None:
+        """Stop reconciling anything: the ring can no longer vouch for this replica."""
+
+
+class LocalShare:
+    """A `Share` on the ring's own event loop."""
+
+    def __init__(self, scope: ShardedScope, drain: Drain) -> None:
+        self.scope = scope
+        self.drain = drain
+
+    def filtering(self, server_side: bool) -> None:
+        self.scope.server_side = server_side
+
+    def activate(self, buckets: frozenset[int]) -> None:
+        self.scope.set_active(buckets)
+
+    async def release(self, buckets: frozenset[int]) -> None:
+        self.scope.set_active(self.scope.active - buckets)
+        await self.drain(buckets)
+
+    def lose(self) -> None:
+        self.scope.set_active(())
+
+
 def replica_identity() -> str:
     """POD_NAME (the manifests set it from the Downward API), else host and pid."""
     return os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
@@ -99,8 +136,7 @@ class ShardRing:
     def __init__(
         self,
         api: ApiClient,
-        scope: ShardedScope,
-        drain: Drain,
+        share: Share,
         *,
         ring: str,
         namespace: str,
@@ -111,8 +147,9 @@ class ShardRing:
         identity: str | None = None,
     ) -> None:
         self.api = api
-        self.scope = scope
-        self.drain = drain
+        self.share = share
+        self.active: frozenset[int] = frozenset()  # what `share` reconciles, once it has heard
+        self.server_side = False
         self.ring = ring
         self.namespace = namespace
         self.metrics = metrics
@@ -136,17 +173,18 @@ class ShardRing:
         """Create (or take back) our Lease holding nothing, learn whether the API
         server filters by shard, and take a first share."""
         await self._create_lease()
-        self.scope.server_side = await self._server_filters()
-        self.metrics.shard_server_side.labels(self.ring).set(1 if self.scope.server_side else 0)
+        self.server_side = await self._server_filters()
+        self.share.filtering(self.server_side)
+        self.metrics.shard_server_side.labels(self.ring).set(1 if self.server_side else 0)
         log.info(
             "shard ring joined ring=%s identity=%s lease=%s/%s filtering=%s",
             self.ring,
             self.identity,
             self.namespace,
             self.lease,
-            "server" if self.scope.server_side else "client",
+            "server" if self.server_side else "client",
         )
-        if not self.scope.server_side:
+        if not self.server_side:
             log.info(
                 "the API server does not filter by shard (feature gate ShardedListAndWatch off, "
                 "or Kubernetes before 1.36): this replica watches every object and keeps its share"
@@ -164,7 +202,7 @@ class ShardRing:
                 await self._runner
         for task in self._draining.values():
             task.cancel()
-        self.scope.set_active(())
+        self._activate(frozenset())
         if self.lost.is_set():
             return  # not ours to delete any more: it expires
         try:
@@ -195,20 +233,20 @@ class ShardRing:
         log.error(
             "shard ring lost, stopping ring=%s lease=%s reason=%s", self.ring, self.lease, reason
         )
-        self.scope.set_active(())
+        self.active = frozenset()
+        self.share.lose()
         self.lost.set()
 
     async def _tick(self) -> None:
         members = await self._read_members()
         assigned = assign(member.identity for member in members).get(self.identity, frozenset())
         others = _held_by_others(members, self.identity)
-        active = self.scope.active
-        releasing = active - assigned
+        releasing = self.active - assigned
         if releasing:
             self._release(releasing)
         draining = frozenset().union(*self._draining)
         # Held and published, but neither reconciled nor draining: a claim that lost.
-        self._held = self.scope.active | draining
+        self._held = self.active | draining
         wanted = assigned - self._held - others
         if not wanted:
             await self._write(self._held)
@@ -220,21 +258,25 @@ class ShardRing:
             await self._write(self._held | gained)
         self._held |= gained
         if gained:
-            self.scope.set_active(self.scope.active | gained)
+            self._activate(self.active | gained)
             self.metrics.shard_handovers.labels(self.ring, "gained").inc(len(gained))
             self._report_share(f"gained={format_buckets(gained)}")
-        self.metrics.shard_buckets_held.labels(self.ring).set(len(self.scope.active))
+
+    def _activate(self, buckets: frozenset[int]) -> None:
+        self.active = buckets
+        self.share.activate(buckets)
+        self.metrics.shard_buckets_held.labels(self.ring).set(len(buckets))
 
     def _release(self, buckets: frozenset[int]) -> None:
         """Stop starting reconciles of `buckets` now; withdraw them from the Lease
         once their reconciles in flight have ended (`drain`)."""
-        self.scope.set_active(self.scope.active - buckets)
-        self.metrics.shard_buckets_held.labels(self.ring).set(len(self.scope.active))
+        self.active -= buckets
+        self.metrics.shard_buckets_held.labels(self.ring).set(len(self.active))
         self._report_share(f"releasing={format_buckets(buckets)}")
 
         async def drain() -> None:
             try:
-                await self.drain(buckets)
+                await self.share.release(buckets)
             finally:
                 self._draining.pop(buckets, None)
                 self.metrics.shard_handovers.labels(self.ring, "released").inc(len(buckets))
@@ -246,7 +288,7 @@ class ShardRing:
             "shard share changed ring=%s %s holding=%s members=%d",
             self.ring,
             change,
-            format_buckets(self.scope.active) or "none",
+            format_buckets(self.active) or "none",
             len(self.members),
         )
 
