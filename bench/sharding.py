@@ -84,6 +84,7 @@ from typing import Any
 from kubernetes import client, config, watch
 
 from ansible_operator.cluster import provide
+from ansible_operator.sharding.buckets import BUCKETS, bucket_of, parse_buckets
 from ansible_operator.testing.manifests import apply_manifests
 from ansible_operator.testing.metrics import gvk_label, metric_value
 from ansible_operator.testing.operator import SERVE_METRICS, OperatorProcess
@@ -100,7 +101,7 @@ GVK = gvk_label(GROUP, VERSION, KIND)
 RUN_LABEL = "bench.ansible-operator.io/sharding-run"
 RING_LABEL = "ansible-operator.io/shard-ring"
 HELD_ANNOTATION = "ansible-operator.io/shards-held"
-BUCKETS = 64
+
 EVERY_BUCKET = frozenset(range(BUCKETS))
 POLL = 0.25  # seconds between looks at the Leases and the objects while rebalancing
 JOINED = re.compile(r"shard ring joined ring=\S+ identity=\S+ lease=\S+ filtering=(\w+)")
@@ -108,29 +109,6 @@ JOINED = re.compile(r"shard ring joined ring=\S+ identity=\S+ lease=\S+ filterin
 
 def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-# ----- buckets (from the interface: FNV-1a-64 of the namespace, top 6 bits) ------
-
-
-def fnv1a64(text: str) -> int:
-    value = 0xCBF29CE484222325
-    for byte in text.encode():
-        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return value
-
-
-def bucket_of(namespace: str) -> int:
-    return fnv1a64(namespace) >> 58
-
-
-def parse_buckets(text: str) -> frozenset[int]:
-    """'0-5,9' -> {0, 1, 2, 3, 4, 5, 9}."""
-    held: set[int] = set()
-    for part in filter(None, (piece.strip() for piece in text.split(","))):
-        first, _, last = part.partition("-")
-        held.update(range(int(first), int(last or first) + 1))
-    return frozenset(held)
 
 
 def namespace_names(run: str, count: int, spread: str) -> list[str]:
