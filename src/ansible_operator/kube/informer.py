@@ -136,6 +136,7 @@ class Informer:
         self.relists = 0
         self.received = 0  # objects the server sent (lists and watch events), before filtering
         self._selector_in_use: str | None = None  # the cluster-wide watch's shard selector
+        self._resharding = False  # a moved share's relist is under way
 
     @property
     def namespaces(self) -> list[str | None]:
@@ -202,7 +203,8 @@ class Informer:
         if not self.scope.contains(namespace):
             return False
         if self.cluster_wide:
-            return namespace not in self._entering
+            # While a moved share is relisted, its new namespaces are not held yet.
+            return not self._resharding and namespace not in self._entering
         return namespace in self._listed
 
     # ----- the scope's changes (ScopeListener) -------------------------------
@@ -238,6 +240,7 @@ class Informer:
         task = self._tasks.pop(None, None)
         if task is not None:
             task.cancel()
+        self._resharding = True
         self._spawn(None)
 
     def namespace_left(self, namespace: str) -> None:
@@ -482,6 +485,8 @@ class Informer:
             if number % DISPATCH_BATCH == 0:
                 await asyncio.sleep(0)
         self._listed.add(namespace)
+        if namespace is None:
+            self._resharding = False
         self._check_synced()
         return version
 
