@@ -59,8 +59,7 @@ class Controller:
     def forget_namespace(self, namespace: str) -> None:
         """The objects of `namespace` are no longer ours (it left the watched
         namespaces): drop their keys, queued or scheduled; a run in flight finishes."""
-        dropped = self.queue.discard_where(lambda key: key.namespace == namespace)
-        self.observe_queue()
+        dropped = self.forget_where(lambda key: key.namespace == namespace)
         if dropped:
             log.info(
                 "forgot queued objects of a namespace out of scope kind=%s namespace=%s count=%d",

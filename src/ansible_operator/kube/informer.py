@@ -380,14 +380,15 @@ class Informer:
                 if version is None:
                     version = await self._relist(namespace)
                     listed_generation = generation
+                shard_selector = self._shard_selector(namespace)
                 if namespace is None:
-                    self._selector_in_use = self._shard_selector(None)
+                    self._selector_in_use = shard_selector
                 async for event in self.api.watch(
                     self.resource,
                     namespace,
                     resource_version=version,
                     label_selector=self.label_selector,
-                    shard_selector=self._shard_selector(namespace),
+                    shard_selector=shard_selector,
                     timeout_seconds=random.randint(*WATCH_TIMEOUT),
                 ):
                     self.received += 1
