@@ -19,6 +19,7 @@ from ansible_operator.runner.warm.processes import (
     ansible_environment,
     start_warm_processes,
 )
+from ansible_operator.runner.warm.zygote import WarmZygote
 
 
 def run_environment() -> dict[str, str]:
@@ -26,11 +27,14 @@ def run_environment() -> dict[str, str]:
 
 
 async def start_warm(
-    scratch: Path, target: dict[str, str], switched_off: tuple[str, ...] = ()
+    scratch: Path,
+    target: dict[str, str],
+    switched_off: tuple[str, ...] = (),
+    zygote: WarmZygote | None = None,
 ) -> WarmProcesses:
     """Warm processes for one role or playbook (`{"role": path}`, `{"playbook": path}`)."""
     return await start_warm_processes(
-        _private_dir(scratch), run_environment(), [target], switched_off
+        _private_dir(scratch), run_environment(), [target], switched_off, zygote=zygote
     )
 
 

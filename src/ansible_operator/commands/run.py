@@ -69,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
         load_watches_file,
         templated_cluster_data,
     )
+    from ansible_operator.runner.warm.zygote import WarmZygote
     from ansible_operator.serving.http_limits import raise_open_file_limit
 
     settings = options_from(args)
@@ -109,11 +110,21 @@ def run(args: argparse.Namespace) -> int:
         return 2
     for warning in templated_cluster_data(declared.watches):
         log.warning("%s", warning)
+    # Now, with the operator's code imported and before any thread: the
+    # warm runner shares what both import (zygote.py).
+    zygote = WarmZygote.fork() if settings.runs.runner_mode == "warm" else None
     manager = Manager(
-        declared.watches, settings, connect=connect_config, webhooks=declared.webhooks
+        declared.watches,
+        settings,
+        connect=connect_config,
+        webhooks=declared.webhooks,
+        zygote=zygote,
     )
     try:
         return asyncio.run(manager.run())
     except KubeConfigError as error:
         print(f"ansible-operator: {error}", file=sys.stderr)
         return 2
+    finally:
+        if zygote is not None:
+            zygote.discard()

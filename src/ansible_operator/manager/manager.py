@@ -52,6 +52,7 @@ from ansible_operator.project.watches import Watch, Webhook
 from ansible_operator.proxy.server import ApiProxy
 from ansible_operator.reconciler.ansible_reconciler import AnsibleReconciler, Shared
 from ansible_operator.runner.host import RunnerHost
+from ansible_operator.runner.warm.zygote import WarmZygote
 from ansible_operator.serving.http_limits import GuardedSite
 from ansible_operator.serving.http_malformed import StrictAppRunner
 from ansible_operator.settings import Settings
@@ -82,8 +83,10 @@ class Manager:
         options: Settings,
         connect: Callable[[str | None], KubeConfig],
         webhooks: list[Webhook] | None = None,
+        zygote: WarmZygote | None = None,  # forked by the command, to make the warm runner of
     ) -> None:
         self.watches = watches
+        self.zygote = zygote
         self.webhooks = webhooks or []
         self.webhook_service: WebhookService | None = None
         self.options = options
@@ -250,6 +253,7 @@ class Manager:
                     metrics=self.metrics,
                     max_runs=self._global_cap(),
                     targets=self._run_targets(),
+                    zygote=self.zygote,
                 )
                 await host.start()
                 if self.webhooks:

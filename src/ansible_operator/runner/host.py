@@ -44,6 +44,7 @@ from ansible_operator.runner.warm.processes import (
     ansible_environment,
     start_warm_processes,
 )
+from ansible_operator.runner.warm.zygote import WarmZygote
 from ansible_operator.settings import Settings
 
 log = logging.getLogger("ansible_operator.controller")
@@ -94,6 +95,7 @@ class RunnerHost:
         targets: Sequence[Mapping[str, str]] = (),  # roles and playbooks the warm runner preloads
         contain: bool = True,  # a cgroup per run, where the operator may make them
         live_output: LiveOutput | None = None,  # `reconcile`: Ansible's own output
+        zygote: WarmZygote | None = None,  # the operator's fork to make the warm runner of
     ) -> None:
         self.options = options
         self.access = access
@@ -103,6 +105,7 @@ class RunnerHost:
         self.targets = [dict(target) for target in targets]
         self.contain = contain
         self.live_output = live_output
+        self.zygote = zygote
         self.receiver = EventReceiver(scratch / "events.sock", on_metric=metrics.user_metric)
         self.warm: WarmProcesses | None = None
         self._warming: asyncio.Task[WarmProcesses | None] | None = None
@@ -170,7 +173,11 @@ class RunnerHost:
         )
         try:
             warm = await start_warm_processes(
-                self.scratch, run_env, self.targets, self.options.runs.disabled_accelerations
+                self.scratch,
+                run_env,
+                self.targets,
+                self.options.runs.disabled_accelerations,
+                zygote=self.zygote,
             )
         except (RuntimeError, OSError) as error:
             # Slower, never broken: runs start ansible-runner afresh, as Operator SDK's do.

@@ -28,6 +28,7 @@ from ansible_operator.runner.warm.hits import HITS_FILE, HitCounters
 from ansible_operator.runner.warm.module_server import NAME as MODULE_INTERPRETER
 from ansible_operator.runner.warm.module_server import SHIM_FILE
 from ansible_operator.runner.warm.plugin_preload import OWN_CALLBACKS
+from ansible_operator.runner.warm.zygote import ForkedProcess, WarmZygote
 
 log = logging.getLogger("ansible_operator.runner")
 START_TIMEOUT = 60.0
@@ -67,7 +68,9 @@ class WarmProcesses:
     # interpreter's probe failed, modules run under plain Python).
     interpreter: Path | None
     run_socket: Path  # where runs are asked of the warm runner
-    process: asyncio.subprocess.Process  # the warm runner; the module interpreter is its child
+    # The warm runner (started, or forked from the operator: zygote.py); the
+    # module interpreter is its child.
+    process: asyncio.subprocess.Process | ForkedProcess
     accelerations: dict[str, Verdict]  # each acceleration's verdict, in report order
     hits_file: Path  # how often each was used (hits.py)
 
@@ -88,33 +91,52 @@ async def start_warm_processes(
     run_env: dict[str, str],
     targets: list[dict[str, str]] | None = None,
     switched_off: tuple[str, ...] = (),
+    zygote: WarmZygote | None = None,
 ) -> WarmProcesses:
     """`run_env`: `ansible_environment(...)`; `targets`: the roles and
     playbooks runs will play (`{"role": path}`, `{"playbook": path}`);
-    `switched_off`: accelerations not to use. Raises RuntimeError if the
-    warm runner does not start."""
+    `switched_off`: accelerations not to use; `zygote`: the operator's fork
+    to make the warm runner of (else it is started as a program). Raises
+    RuntimeError if the warm runner does not start."""
     env = {**os.environ, **run_env}
     # Runs find ansible-playbook beside our interpreter (see process.execute).
     env["PATH"] = os.pathsep.join(filter(None, [str(Path(sys.executable).parent), env.get("PATH")]))
     module_socket, run_socket = scratch / "modules.sock", scratch / "runs.sock"
     runner_scratch = scratch / "warm-runner"
     runner_scratch.mkdir(mode=0o700, exist_ok=True)
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-P",  # the operator's working directory is not an import path
-        "-m",
-        "ansible_operator.runner.warm.run_server",
-        str(run_socket),
-        str(module_socket),
-        str(runner_scratch),
-        json.dumps(targets or []),
-        json.dumps(list(switched_off)),
-        stdout=asyncio.subprocess.PIPE,
-        env=env,
-    )
-    assert process.stdout is not None
+    process: asyncio.subprocess.Process | ForkedProcess | None = None
+    if zygote is not None and not zygote.used:
+        request = {
+            "env": env,
+            "run_socket": str(run_socket),
+            "module_socket": str(module_socket),
+            "scratch": str(runner_scratch),
+            "targets": targets or [],
+            "switched_off": list(switched_off),
+        }
+        try:
+            process = zygote.start(request)
+            readline = process.readline
+        except OSError as error:
+            log.warning("the operator's fork for the warm runner is gone (%s): starting it", error)
+    if process is None:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-P",  # the operator's working directory is not an import path
+            "-m",
+            "ansible_operator.runner.warm.run_server",
+            str(run_socket),
+            str(module_socket),
+            str(runner_scratch),
+            json.dumps(targets or []),
+            json.dumps(list(switched_off)),
+            stdout=asyncio.subprocess.PIPE,
+            env=env,
+        )
+        assert process.stdout is not None
+        readline = process.stdout.readline
     try:
-        ready = await asyncio.wait_for(process.stdout.readline(), START_TIMEOUT)
+        ready = await asyncio.wait_for(readline(), START_TIMEOUT)
     except TimeoutError:
         ready = b""
     except asyncio.CancelledError:  # the operator stops before the runner is ready
