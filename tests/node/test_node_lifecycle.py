@@ -14,6 +14,7 @@ import pytest
 from kubernetes import client, config
 from nodeops import SessionNode, has_default_service_account, pod_phase, python_pod, wait_for
 
+from ansible_operator.cluster.host import IMAGE_PACKAGES, NODE_PACKAGES, ensure_packages
 from ansible_operator.cluster.images import ImageBuilder
 from ansible_operator.cluster.node import containerd_root, node_unavailable_reason
 
@@ -93,6 +94,9 @@ def test_cluster_down_leaves_nothing_of_the_node_behind(
     if reason:
         pytest.skip(f"no node here: {reason}")
     state_dir = tmp_path / "cluster"
+    # Packages a node installs stay (they are not the node's): on a fresh
+    # machine they come now, before what is compared is taken.
+    ensure_packages({**NODE_PACKAGES, **IMAGE_PACKAGES}, print)
     before = host_state(state_dir)
     assert node_processes() == []
 

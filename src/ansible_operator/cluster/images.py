@@ -53,6 +53,7 @@ from typing import IO, TypeVar
 
 from ansible_operator import __version__
 from ansible_operator.cluster.build import cache_root
+from ansible_operator.cluster.host import IMAGE_PACKAGES, ensure_packages
 
 SUITE = "trixie"
 # What the `python` image stands in for: the Dockerfile's FROM must name it.
@@ -348,6 +349,7 @@ class ImageBuilder:
         self.storage_driver = storage_driver(self.root)
         self._lock: IO[str] | None = None
         self._lock_depth = 0
+        self._tools_present = False  # debootstrap, buildah, catatonit
 
     # ----- the images ----------------------------------------------------------
     @_exclusive
@@ -697,11 +699,20 @@ class ImageBuilder:
         ]
 
     def _buildah(self, *args: str, log: Path, what: str) -> None:
+        self._ensure_tools()
         if shutil.which("buildah") is None:
             raise ImageError("buildah is not installed (Debian package 'buildah')")
         self._run(self._buildah_argv(*args), log, what)
 
+    def _ensure_tools(self) -> None:
+        """Under the build lock (no two apt-gets at once). On a fresh machine
+        images may be built before a node brought these."""
+        if not self._tools_present:
+            ensure_packages(IMAGE_PACKAGES, self.say)
+            self._tools_present = True
+
     def _run(self, argv: list[str], log: Path, what: str) -> None:
+        self._ensure_tools()
         with log.open("a") as handle:
             handle.write("$ " + " ".join(argv) + "\n")
             handle.flush()
