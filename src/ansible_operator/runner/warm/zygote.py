@@ -103,11 +103,8 @@ class WarmZygote:
         if self._request_fd is None:
             raise RuntimeError("the warm runner's fork was started already")
         fd, self._request_fd = self._request_fd, None
-        try:
-            with os.fdopen(fd, "wb", closefd=False) as pipe:
-                pipe.write(json.dumps(request).encode() + b"\n")
-        finally:
-            os.close(fd)
+        with os.fdopen(fd, "wb") as pipe:  # closed, and so the request ended, either way
+            pipe.write(json.dumps(request).encode() + b"\n")
         self._reaped = True  # the ForkedProcess waits for it from now on
         return ForkedProcess(self.pid, self._ready_fd)
 
