@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import NoReturn
 
 _PR_SET_PDEATHSIG = 1
+MAX_REQUEST = 16 << 20  # bytes of one request to a warm process (a run's, the warm runner's)
 
 
 def die_with_parent() -> None:

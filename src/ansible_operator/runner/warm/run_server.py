@@ -55,7 +55,12 @@ from ansible_operator.runner.warm import acceleration, hits, module_handoff, mod
 from ansible_operator.runner.warm.acceleration import Context, Phase
 from ansible_operator.runner.warm.accelerations import ACCELERATIONS
 from ansible_operator.runner.warm.ansible_settings import remember_preload_settings
-from ansible_operator.runner.warm.forkserver import die_with_parent, listen, serve_forks
+from ansible_operator.runner.warm.forkserver import (
+    MAX_REQUEST,
+    die_with_parent,
+    listen,
+    serve_forks,
+)
 
 # What every run imports. Not ansible-runner's display callback: it reads the
 # run's artifact directory from the environment when it is imported.
@@ -86,7 +91,6 @@ WARM_IMPORTS = (
 )
 _context = Context()  # what the accelerations' installers are told
 _module_socket = Path()  # the warm module interpreter's
-MAX_REQUEST = 16 << 20
 SESSION_END_WAIT = 1.0  # seconds
 
 

@@ -31,9 +31,7 @@ import threading
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ansible_operator.runner.warm.forkserver import die_with_parent
-
-MAX_REQUEST = 16 << 20
+from ansible_operator.runner.warm.forkserver import MAX_REQUEST, die_with_parent
 
 
 class ForkedProcess:
