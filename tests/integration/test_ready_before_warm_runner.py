@@ -22,14 +22,22 @@ from ansible_operator.testing.waiting import eventually
 pytestmark = pytest.mark.cluster
 
 RELEASE_ENV = "ANSIBLE_OPERATOR_TEST_WARM_RELEASE"
-# On the operator's PYTHONPATH: the warm runner's interpreter (and only it)
-# waits at start for the release file.
+# On the operator's PYTHONPATH: the warm runner (and only it) waits at its
+# start for the release file, whether it is forked from the operator before
+# the operator starts (zygote.py: the operator's only fork of itself) or,
+# where that fork is not made, started as a program.
 HOLD = f"""
 import os, sys, time
-if "ansible_operator.runner.warm.run_server" in sys.orig_argv:
+
+def hold():
     release = os.environ.get("{RELEASE_ENV}")
     while release and not os.path.exists(release):
         time.sleep(0.05)
+
+if "ansible_operator.runner.warm.run_server" in sys.orig_argv:
+    hold()
+elif "ansible_operator.cli" in sys.orig_argv:
+    os.register_at_fork(after_in_child=hold)
 """
 
 
