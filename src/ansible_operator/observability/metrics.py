@@ -104,6 +104,12 @@ class Metrics:
             "Run artifact directories removed to keep the runner directory under its caps",
             registry=r,
         )
+        self.warm_runner_restarts = Counter(
+            "ansible_operator_warm_runner_restarts",
+            "Warm runners started again because the one before exited "
+            "(killed, out of memory, crashed)",
+            registry=r,
+        )
         # A ring of replicas (sharding/ring.py): this replica's part of it.
         self.shard_members = Gauge(
             "ansible_operator_shard_members",

@@ -39,6 +39,7 @@ from ansible_operator.runner.process import RunSpec, execute
 from ansible_operator.runner.receiver import EventReceiver, EventSink
 from ansible_operator.runner.result import RunResult
 from ansible_operator.runner.tasklog import TaskLogger
+from ansible_operator.runner.warm.keeper import WarmKeeper
 from ansible_operator.runner.warm.processes import (
     WarmProcesses,
     ansible_environment,
@@ -68,6 +69,10 @@ def subject_fields(root: Path, artifacts: Path) -> str:
         namespace = "" if namespace == "_cluster" else namespace
         return f"kind={kind} namespace={namespace} name={name} group={group} version={version}"
     return f"subject={'/'.join(parts) or artifacts.parent}"
+
+
+def added(counts: Mapping[str, int], more: Mapping[str, int]) -> dict[str, int]:
+    return {name: counts.get(name, 0) + more.get(name, 0) for name in {*counts, *more}}
 
 
 def credentials(kubeconfig: Mapping[str, Any] | None) -> list[str]:
@@ -107,8 +112,10 @@ class RunnerHost:
         self.live_output = live_output
         self.zygote = zygote
         self.receiver = EventReceiver(scratch / "events.sock", on_metric=metrics.user_metric)
-        self.warm: WarmProcesses | None = None
-        self._warming: asyncio.Task[WarmProcesses | None] | None = None
+        self._warm = WarmKeeper(self._start_warm_processes, self._warm_runner_replaced)
+        # The acceleration hits counted by warm runners that exited: their
+        # successors count from zero, the metric goes on from these.
+        self._hits_before: dict[str, int] = {}
         self._run_slots = asyncio.Semaphore(max_runs)
         self._run_groups: cgroups.RunGroups | None = None
         self._runner_dir: rundir.RunnerDirClaim | None = None
@@ -134,29 +141,20 @@ class RunnerHost:
         if self.options.runs.runner_mode == "warm":
             # Behind readiness: the operator serves and fills its caches while
             # the warm runner imports Ansible (seconds); the first run waits for it.
-            self._warming = asyncio.create_task(self._start_warm_processes())
+            self._warm.begin()
 
     async def warm_processes(self) -> WarmProcesses | None:
         """The warm processes, once started (None: reference mode, or they did not start)."""
-        if self._warming is not None:
-            self.warm = await asyncio.shield(self._warming)
-        return self.warm
+        return await self._warm.current()
 
     async def stop(self) -> None:
-        if self._warming is not None:
-            self._warming.cancel()  # a start under way kills what it started
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                self.warm = await self._warming
-            self._warming = None
+        await self._warm.stop()
         if self._rescans is not None:
             self._rescans.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._rescans
             self._rescans = None
         await self.receiver.stop()
-        if self.warm is not None:
-            await self.warm.stop()
-            self.warm = None
         if self._run_groups is not None:
             await asyncio.to_thread(self._run_groups.close)
             self._run_groups = None
@@ -183,10 +181,16 @@ class RunnerHost:
             # Slower, never broken: runs start ansible-runner afresh, as Operator SDK's do.
             warm_log.error("%s: running in reference mode instead", error)
             return None
+        before = self._hits_before
         self.metrics.track_accelerations(
-            {name: verdict.on for name, verdict in warm.accelerations.items()}, warm.hits
+            {name: verdict.on for name, verdict in warm.accelerations.items()},
+            lambda: added(before, warm.hits()),
         )
         return warm
+
+    def _warm_runner_replaced(self, gone: WarmProcesses) -> None:
+        self.metrics.warm_runner_restarts.inc()
+        self._hits_before = added(self._hits_before, gone.hits())
 
     # ----- one run -------------------------------------------------------------
     async def run(self, plan: RunPlan, *, on_event: EventSink | None = None) -> RunResult:

@@ -42,6 +42,7 @@ class ForkedProcess:
         self.pid = pid
         self.returncode: int | None = None
         self._ready_fd = ready_fd
+        self._exited: asyncio.Future[int] | None = None  # shared by every waiter
 
     async def readline(self) -> bytes:
         """The warm runner's `ready ...` line (b"" if it exited first)."""
@@ -52,11 +53,32 @@ class ForkedProcess:
             os.kill(self.pid, signal.SIGKILL)
 
     async def wait(self) -> int:
-        if self.returncode is None:
+        """Its exit code, once it exited. Any number of callers may wait (the
+        runner host's watch and its stop): the pid is reaped once."""
+        if self._exited is None:
+            self._exited = asyncio.ensure_future(self._reap())
+        return await asyncio.shield(self._exited)
+
+    async def _reap(self) -> int:
+        try:
+            pidfd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):  # not Linux >= 5.3: a thread waits instead
+            pidfd = None
+        if pidfd is not None:
+            # Readable once the process exited: no thread held while it runs.
+            loop = asyncio.get_running_loop()
+            exited: asyncio.Future[int] = loop.create_future()
+            loop.add_reader(pidfd, _collect_exit, self.pid, exited)
+            try:
+                status = await exited
+            finally:
+                loop.remove_reader(pidfd)
+                os.close(pidfd)
+        else:
             _, status = await asyncio.to_thread(os.waitpid, self.pid, 0)
-            self.returncode = os.waitstatus_to_exitcode(status)
-            with contextlib.suppress(OSError):
-                os.close(self._ready_fd)
+        self.returncode = os.waitstatus_to_exitcode(status)
+        with contextlib.suppress(OSError):
+            os.close(self._ready_fd)
         return self.returncode
 
 
@@ -117,6 +139,13 @@ class WarmZygote:
             self._reaped = True
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(self.pid, 0)
+
+
+def _collect_exit(pid: int, exited: asyncio.Future[int]) -> None:
+    """Its pidfd is readable: the process exited, waitpid returns at once."""
+    if not exited.done():
+        _, status = os.waitpid(pid, os.WNOHANG)
+        exited.set_result(status)
 
 
 def _read_line(fd: int) -> bytes:
