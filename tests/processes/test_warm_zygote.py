@@ -1,11 +1,13 @@
 """The warm runner forked from the operator (runner/warm/zygote.py) runs a role
 as the started one does, reaches the same verdicts, dies with the operator and
-never outlives an operator that did not ask for it. Real ansible-runner and
+never outlives an operator that did not ask for it, and keeps the operator's
+logging configuration away from the runs' modules. Real ansible-runner and
 ansible-core, no cluster; the operator is tests/processes/zygote_operator.py."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -29,6 +31,22 @@ TASKS = """
 - name: say it
   debug:
     msg: "the role says {{ echoed.stdout }}"
+- name: how logging is set up where modules run
+  logging_state:
+  register: logging
+- name: say that
+  debug:
+    msg: "module logging level={{ logging.level }} handlers={{ logging.handlers }}"
+"""
+# What a module sees of Python's logging: the operator's (debug level, its
+# handler on stderr) must not reach the runs and their modules.
+LOGGING_STATE = """
+import logging
+from ansible.module_utils.basic import AnsibleModule
+
+module = AnsibleModule(argument_spec={})
+root = logging.getLogger()
+module.exit_json(level=root.level, handlers=len(root.handlers))
 """
 GONE_TIMEOUT = 60.0  # seconds for the kernel to deliver a parent's death
 
@@ -37,6 +55,8 @@ GONE_TIMEOUT = 60.0  # seconds for the kernel to deliver a parent's death
 def work(tmp_path: Path) -> Path:
     (tmp_path / "roles" / "demo" / "tasks").mkdir(parents=True)
     (tmp_path / "roles" / "demo" / "tasks" / "main.yml").write_text(TASKS)
+    (tmp_path / "roles" / "demo" / "library").mkdir()
+    (tmp_path / "roles" / "demo" / "library" / "logging_state.py").write_text(LOGGING_STATE)
     return tmp_path
 
 
@@ -100,6 +120,8 @@ async def test_the_forked_warm_runner_plays_a_role_as_the_started_one(
     seen = report(operator)
     assert seen["succeeded"], seen["message"]
     assert '"msg": "the role says 42"' in str(seen["stdout"])
+    # A fresh interpreter's logging, although the operator logs at debug level.
+    assert f'"msg": "module logging level={logging.WARNING} handlers=0"' in str(seen["stdout"])
     # The operator's own fork, not a program it started.
     assert seen["warm_runner"] == seen["zygote"]
     assert parent_of(int(str(seen["warm_runner"]))) == operator.pid

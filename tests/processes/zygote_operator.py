@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 from warm_play import play_warm, start_warm
 
 import ansible_operator.manager.manager  # noqa: F401  (the operator's imports, shared)
+from ansible_operator.observability import logs
 from ansible_operator.runner.receiver import EventReceiver
 from ansible_operator.runner.warm.zygote import WarmZygote
 
@@ -47,6 +49,7 @@ async def play(zygote: WarmZygote, work: Path) -> None:
 
 def main() -> int:
     work, what = Path(sys.argv[1]), sys.argv[2]
+    logs.configure(logging.DEBUG)  # as `run --zap-devel` does before its fork
     zygote = WarmZygote.fork()
     if zygote is None:
         print(json.dumps({"error": "no fork"}), flush=True)
