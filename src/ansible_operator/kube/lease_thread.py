@@ -32,9 +32,21 @@ import aiohttp
 
 from ansible_operator.kube.client import ApiClient
 from ansible_operator.kube.config import KubeConfig
+from ansible_operator.kube.types import Resource
 
 log = logging.getLogger("ansible_operator.leader")
 
+# The kind leader election and the shard ring keep (verbs: what the API serves).
+LEASES = Resource(
+    group="coordination.k8s.io",
+    version="v1",
+    kind="Lease",
+    plural="leases",
+    namespaced=True,
+    verbs=frozenset(
+        {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+    ),
+)
 STOP_TIMEOUT = 10.0  # seconds a release may take before the thread is left behind
 
 

@@ -40,18 +40,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ansible_operator.kube.client import ApiClient, ApiError
-from ansible_operator.kube.types import Resource
+from ansible_operator.kube.lease_thread import LEASES
 
 log = logging.getLogger("ansible_operator.leader")
 
-LEASES = Resource(
-    group="coordination.k8s.io",
-    version="v1",
-    kind="Lease",
-    plural="leases",
-    namespaced=True,
-    verbs=frozenset({"create", "get", "update", "patch"}),
-)
 
 MAX_LEASE_SECONDS = 3600
 INT32_MAX = 2**31 - 1

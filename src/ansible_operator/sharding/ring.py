@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ansible_operator.kube.client import ApiClient, ApiError
-from ansible_operator.kube.types import Resource
+from ansible_operator.kube.lease_thread import LEASES
 from ansible_operator.observability.metrics import Metrics
 from ansible_operator.sharding.assignment import assign
 from ansible_operator.sharding.buckets import (
@@ -62,14 +62,6 @@ RING_LABEL = "ansible-operator.io/shard-ring"
 HELD_ANNOTATION = "ansible-operator.io/shards-held"
 BUCKETS_ANNOTATION = "ansible-operator.io/shard-buckets"
 EVERY_BUCKET = frozenset(range(BUCKETS))
-LEASES = Resource(
-    group="coordination.k8s.io",
-    version="v1",
-    kind="Lease",
-    plural="leases",
-    namespaced=True,
-    verbs=frozenset({"create", "get", "list", "update", "delete"}),
-)
 
 Drain = Callable[[frozenset[int]], Awaitable[None]]
 
