@@ -526,6 +526,43 @@ def test_k8s_status_finds_the_kind_by_any_name_and_defaults_to_v1(
     assert {w.headers["content-type"] for w in writes} == {"application/merge-patch+json"}
 
 
+def test_k8s_status_asks_the_api_server_for_its_group_version_and_nothing_else(
+    tmp_path: Path, fake_api: FakeKubeAPI
+) -> None:
+    """Every request of a module goes through the operator's proxy: no server
+    version, no list of every API group, before the module's own work."""
+    fake_api.add("widgets", widget("w"))
+    tasks = """
+    - operator_sdk.util.k8s_status:
+        api_version: test.example.com/v1
+        kind: Widget
+        name: w
+        namespace: ns
+        status: {phase: Up}
+    - operator_sdk.util.k8s_status:
+        api_version: unserved.example.com/v1
+        kind: Widget
+        name: w
+        namespace: ns
+        status: {phase: Up}
+      register: unserved
+      ignore_errors: true
+    - assert:
+        that:
+          - >-
+            unserved.msg.startswith(
+            'Failed to find exact match for unserved.example.com/v1.Widget')
+"""
+    assert_ok(run_playbook(tmp_path, tasks, token_env(fake_api)))
+    assert [(r.method, r.path.split("?")[0]) for r in fake_api.requests] == [
+        ("GET", "/apis/test.example.com/v1"),
+        ("GET", "/apis/test.example.com/v1/namespaces/ns/widgets/w"),
+        ("PATCH", "/apis/test.example.com/v1/namespaces/ns/widgets/w/status"),
+        ("GET", "/apis/unserved.example.com/v1"),
+    ]
+    assert fake_api.get("widgets", "ns", "w")["status"] == {"phase": "Up"}
+
+
 def test_k8s_status_failures_carry_the_originals_messages_and_error(
     tmp_path: Path, fake_api: FakeKubeAPI
 ) -> None:

@@ -16,10 +16,10 @@ try:
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
     from kubernetes.dynamic import DynamicClient
-    from kubernetes.dynamic.discovery import LazyDiscoverer
+    from kubernetes.dynamic.discovery import Discoverer
 except ImportError:  # reported by the module with missing_required_lib
     k8s_client = k8s_config = DynamicClient = None
-    LazyDiscoverer = object
+    Discoverer = object
 
 
 def _option(kind, *env, **extra):
@@ -121,21 +121,28 @@ def api_client(params):
     return k8s_client.ApiClient(configuration)
 
 
-class _DiscoveryWithoutFile(LazyDiscoverer):
-    """Discovery of just what the module asks for, kept in memory.
+class _NothingUpFront(Discoverer):
+    """Discovery of nothing until a module names its group version.
 
-    The library's default keeps discovery in one JSON file in the temporary
-    directory that every module run of every run reads and, whenever it
-    learnt a group the file lacked, rewrites whole: concurrent runs rewrite
-    it in turn. Our modules need one kind each: a few small requests instead.
+    The library's discoverers ask for the server's version and the list of
+    every API group before anything else (each module run: two requests
+    through the operator's proxy before the module's own), and the default one
+    keeps what it learns in one JSON file in the temporary directory that every
+    module run of every run reads and, whenever it learnt a group the file
+    lacked, rewrites whole: concurrent runs rewrite it in turn. Our modules
+    need one kind each: k8s_lookup.find_resource reads its group version, one
+    request (`get_resources_for_api_version`, the library's own).
     """
 
     def __init__(self, client, cache_file):
-        # A file that never exists: nothing read, always discovered afresh.
-        super().__init__(client, "/nonexistent/ansible-operator/discovery.json")
+        self.client = client
+        self._cache = {}
 
-    def _write_cache(self):
+    def discover(self):
         pass
+
+    def search(self, **kwargs):
+        raise NotImplementedError("look resources up with k8s_lookup.find_resource")
 
 
 def dynamic_client(params):
@@ -144,4 +151,4 @@ def dynamic_client(params):
     Raises KubeconfigError when no configuration could be loaded; anything
     else (the API server unreachable, ...) as the client raises it.
     """
-    return DynamicClient(api_client(params), discoverer=_DiscoveryWithoutFile)
+    return DynamicClient(api_client(params), discoverer=_NothingUpFront)

@@ -7,9 +7,10 @@ Runs on the Python of the managed host: Python 3.9 syntax and library only.
 from __future__ import annotations
 
 try:
+    from kubernetes.dynamic.exceptions import NotFoundError, ServiceUnavailableError
     from kubernetes.dynamic.resource import ResourceList
 except ImportError:  # reported by the module with missing_required_lib
-    ResourceList = ()
+    ResourceList = NotFoundError = ServiceUnavailableError = ()
 
 
 def _by_kind(resource, kind):
@@ -35,12 +36,10 @@ _MATCHERS = (_by_kind, _by_plural, _by_singular, _by_short_name)
 def find_resource(client, kind, api_version):
     """The resource of ``api_version`` that ``kind`` names, or None when none
     or more than one does at every step."""
-    # Naming the prefix keeps a core version ("v1") from loading every API
-    # group that also has a "v1".
-    prefix = "apis" if "/" in api_version else "api"
     candidates = [
         resource
-        for resource in client.resources.search(prefix=prefix, api_version=api_version)
+        for kinds in _group_version(client, api_version).values()
+        for resource in kinds
         if not isinstance(resource, ResourceList)
     ]
     for matches in _MATCHERS:
@@ -48,6 +47,18 @@ def find_resource(client, kind, api_version):
         if len(found) == 1:
             return found[0]
     return None
+
+
+def _group_version(client, api_version):
+    """The resources of ``api_version`` by kind, from one request for its
+    group version; none when the server does not serve it (or, an aggregated
+    API, cannot now), as the library's discovery finds none."""
+    group, _, version = api_version.rpartition("/")
+    prefix = "apis" if group else "api"
+    try:
+        return client.resources.get_resources_for_api_version(prefix, group, version, True)
+    except (NotFoundError, ServiceUnavailableError):
+        return {}
 
 
 def error_details(error):

@@ -249,7 +249,9 @@ def main():
 
     try:
         client = dynamic_client(params)
-        events = client.resources.get(prefix="api", api_version="v1", kind="Event")
+        events = find_resource(client, "Event", "v1")
+        if events is None:
+            raise LookupError("the server serves no v1 Event")
     except KubeconfigError as error:
         module.fail_json(msg=f"Failed to load kubeconfig due to {error}", error=str(error))
     except Exception as error:
