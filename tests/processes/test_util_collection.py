@@ -621,6 +621,15 @@ def test_k8s_status_failures_carry_the_originals_messages_and_error(
         status: {{a: 1}}
       register: no_kubeconfig
       ignore_errors: true
+    - operator_sdk.util.k8s_status:
+        api_version: test.example.com/v1
+        namespace: ns
+        kind: Widget
+        name: w
+        host: http://127.0.0.1:1
+        status: {{a: 1}}
+      register: unreachable
+      ignore_errors: true
     - assert:
         that:
           - missing.msg == 'Failed to retrieve requested object'
@@ -639,6 +648,7 @@ def test_k8s_status_failures_carry_the_originals_messages_and_error(
             "You cannot specify conditions in both the 'status' and 'conditions' parameters"
           - "'observedGenerations' in unknown_field.msg"
           - no_kubeconfig.msg.startswith('Failed to load kubeconfig due to')
+          - unreachable.msg.startswith('Failed to get client due to')
 """
     assert_ok(run_playbook(tmp_path, tasks, token_env(fake_api)))
     assert fake_api.writes() == []

@@ -203,6 +203,9 @@ def connect(module):
             msg=f"Failed to discover {params['api_version']}: {error_summary(error)}",
             error=error_details(error),
         )
+    except Exception as error:
+        # The server unreachable: its first request is this one now.
+        module.fail_json(msg=f"Failed to get client due to {error}", error=str(error))
     if resource is None:
         module.fail_json(
             msg=f"Failed to find exact match for {params['api_version']}.{params['kind']} "
