@@ -7,8 +7,6 @@ Real API server, real ansible-runner and ansible-core."""
 from __future__ import annotations
 
 import os
-import re
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -16,7 +14,7 @@ from greetings import OPERATOR, create, greeting, wait_successful
 from kubernetes import client
 
 from ansible_operator.cluster import Cluster
-from ansible_operator.testing.operator import OperatorProcess
+from ansible_operator.testing.operator import SERVE_METRICS, OperatorProcess
 from ansible_operator.testing.waiting import eventually
 
 pytestmark = pytest.mark.cluster
@@ -56,7 +54,7 @@ def test_ready_and_reconciling_before_the_warm_runner_is(
         OPERATOR / "watches.yaml",
         kube_cluster.kubeconfig,
         log_path=tmp_path / "operator.log",
-        args=["--metrics-bind-address=127.0.0.1:0"],
+        args=[SERVE_METRICS],
         env={
             "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
             RELEASE_ENV: str(release),
@@ -67,30 +65,19 @@ def test_ready_and_reconciling_before_the_warm_runner_is(
         create(kube_api, kube_namespace, greeting("early", message="hi"))
         # Its reconcile began (the object is counted) and its run waits for
         # the warm runner, which is held.
-        port = operator.wait_for_log(r"metrics server listening address=\('[\d.]+', (\d+)\)")
         eventually(
-            lambda: re.search(
-                r'^resource_created_at_seconds\{[^}]*name="early"', _metrics(port.group(1)), re.M
-            ),
+            lambda: operator.metric("resource_created_at_seconds", name="early") > 0,
             what="the reconcile of the object created",
         )
         assert "warm runner ready" not in operator.logs
         release.touch()
         operator.wait_for_log(r"warm runner ready pid=\d+")
         wait_successful(kube_api, kube_namespace, "early")
-        text = _metrics(port.group(1))
-        used = re.search(
-            r'^ansible_operator_acceleration_hits_total\{acceleration="playbook-in-fork"\} (\S+)$',
-            text,
-            re.M,
+        used = operator.metric(
+            "ansible_operator_acceleration_hits_total", acceleration="playbook-in-fork"
         )
-        assert used and float(used.group(1)) > 0, "the first run did not use the warm runner"
+        assert used > 0, "the first run did not use the warm runner"
         assert "running in reference mode instead" not in operator.logs
     finally:
         release.touch()
         operator.stop()
-
-
-def _metrics(port: str) -> str:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
-        return response.read().decode()

@@ -7,9 +7,7 @@ ansible-core; the attack is a real SIGKILL."""
 from __future__ import annotations
 
 import os
-import re
 import signal
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -17,13 +15,10 @@ from greetings import OPERATOR, create, greeting, wait_successful
 from kubernetes import client
 
 from ansible_operator.cluster import Cluster
-from ansible_operator.testing.operator import OperatorProcess
+from ansible_operator.testing.operator import SERVE_METRICS, OperatorProcess
 from ansible_operator.testing.waiting import eventually
 
 pytestmark = pytest.mark.cluster
-
-HITS = r'^ansible_operator_acceleration_hits_total\{acceleration="playbook-in-fork"\} (\S+)$'
-RESTARTS = r"^ansible_operator_warm_runner_restarts_total (\S+)$"
 
 
 def test_a_killed_warm_runner_is_replaced_and_runs_stay_warm(
@@ -37,14 +32,13 @@ def test_a_killed_warm_runner_is_replaced_and_runs_stay_warm(
         OPERATOR / "watches.yaml",
         kube_cluster.kubeconfig,
         log_path=tmp_path / "operator.log",
-        args=["--metrics-bind-address=127.0.0.1:0"],
+        args=[SERVE_METRICS],
     ).start()
     try:
-        port = operator.wait_for_log(r"metrics server listening address=\('[\d.]+', (\d+)\)")
         create(kube_api, kube_namespace, greeting("before", message="hi"))
         wait_successful(kube_api, kube_namespace, "before")
         first = int(operator.wait_for_log(r"warm runner ready pid=(\d+)").group(1))
-        hits_before = _metric(port.group(1), HITS)
+        hits_before = _warm_hits(operator)
         assert hits_before > 0, "the first run did not use the warm runner"
 
         os.kill(first, signal.SIGKILL)
@@ -59,9 +53,9 @@ def test_a_killed_warm_runner_is_replaced_and_runs_stay_warm(
 
         create(kube_api, kube_namespace, greeting("after", message="hello"))
         wait_successful(kube_api, kube_namespace, "after")
-        assert _metric(port.group(1), RESTARTS) == 1
+        assert operator.metric("ansible_operator_warm_runner_restarts_total") == 1
         # Counted only by a living warm runner's runs, and carried over its death.
-        assert _metric(port.group(1), HITS) > hits_before
+        assert _warm_hits(operator) > hits_before
         assert "running in reference mode instead" not in operator.logs
     finally:
         operator.stop()
@@ -77,9 +71,8 @@ def _zombie_of(pid: int, operator: OperatorProcess) -> bool:
     return state == "Z" and operator.process is not None and int(parent) == operator.process.pid
 
 
-def _metric(port: str, pattern: str) -> float:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
-        text = response.read().decode()
-    found = re.search(pattern, text, re.M)
-    assert found, f"no {pattern} in the metrics"
-    return float(found.group(1))
+def _warm_hits(operator: OperatorProcess) -> float:
+    """Runs played in a warm runner's fork: only a living warm runner counts them."""
+    return operator.metric(
+        "ansible_operator_acceleration_hits_total", acceleration="playbook-in-fork"
+    )
