@@ -75,7 +75,11 @@ async def webhook_server(
 
 
 def session_from(
-    source: str, serving: tls.ServingTls, timeout: float = 30.0
+    source: str, serving: tls.ServingTls, timeout: float = 30.0, cert: Any = None
 ) -> aiohttp.ClientSession:
-    connector = aiohttp.TCPConnector(ssl=client_context(serving), local_addr=(source, 0))
+    """A client from address `source`, presenting `cert` (pki's issued certificate) if any."""
+    context = client_context(serving)
+    if cert is not None:
+        context.load_cert_chain(cert.cert_path, cert.key_path)
+    connector = aiohttp.TCPConnector(ssl=context, local_addr=(source, 0))
     return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=timeout))

@@ -434,3 +434,133 @@ def test_what_an_expression_yields(expression: str, types: set[str]) -> None:
 def test_a_trailing_comma_is_a_syntax_error_as_in_ansible() -> None:
     with pytest.raises(Exception, match="chunk after expression"):
         parse_expression("1 == 2,")
+
+
+# -- the spec keys the operator refuses ---------------------------------------------------------
+
+SHADOWING_FILES = {
+    "watches.yaml": """\
+- version: v1
+  group: apps.example.com
+  kind: App
+  role: app
+- version: v1
+  group: apps.example.com
+  kind: Job
+  playbook: playbooks/job.yml
+""",
+    "roles/app/tasks/main.yml": """\
+- name: Look up the object's ID
+  kubernetes.core.k8s_info:
+    kind: ConfigMap
+    name: id
+  register: idout
+- name: Decide
+  ansible.builtin.set_fact:
+    ready: "{{ idout.resources | length > 0 }}"
+- name: Per platform
+  ansible.builtin.include_vars: "{{ platform }}.yml"
+""",
+    "roles/app/defaults/main.yml": "platform: linux\n",
+    "playbooks/job.yml": """\
+- hosts: localhost
+  gather_facts: false
+  vars:
+    attempts: 3
+  tasks:
+    - ansible.builtin.debug:
+        msg: "{{ attempts }}"
+""",
+}
+
+
+def test_check_lists_the_spec_keys_a_role_assigns_itself(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write_project(tmp_path, SHADOWING_FILES)
+    monkeypatch.chdir(root)
+
+    # informational: nothing fails and stdout (the findings tools parse) stays empty
+    assert main(["check", str(root)]) == 0
+
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == [
+        "spec keys that would shadow a role's own variables (refused by the operator):",
+        "  Job (playbooks/job.yml):",
+        "    attempts  playbooks/job.yml:4 (vars of the play)",
+        "  App (roles/app):",
+        "    idout  roles/app/tasks/main.yml:5 (register)",
+        "    ready  roles/app/tasks/main.yml:8 (set_fact)",
+        "    and names known only when it runs (not refused):",
+        "      roles/app/tasks/main.yml:10 (include_vars of a templated file `{{ platform }}.yml`)",
+        "ansible-operator check: no problems found in 1 role, 1 playbook",
+    ]
+
+
+def test_nothing_is_listed_when_no_role_assigns_a_variable(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {
+        "watches.yaml": SHADOWING_FILES["watches.yaml"].split("- version: v1\n  group: apps."
+                                                              "example.com\n  kind: Job")[0],
+        "roles/app/tasks/main.yml": "- ansible.builtin.debug:\n    msg: hi\n",
+    }  # fmt: skip
+    root = write_project(tmp_path, files)
+    monkeypatch.chdir(root)
+
+    assert main(["check", str(root)]) == 0
+
+    assert capsys.readouterr().err.splitlines() == [
+        "ansible-operator check: no problems found in 1 role, 0 playbooks"
+    ]
+
+
+def test_spec_may_override_and_a_finalizer_own_role_show_in_the_listing(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = {
+        "watches.yaml": """\
+- version: v1
+  group: apps.example.com
+  kind: App
+  role: app
+  specMayOverride: [ready]
+  finalizer:
+    name: apps.example.com/cleanup
+    role: cleanup
+- version: v1
+  group: apps.example.com
+  kind: Copy
+  role: app
+  specMayOverride: [ready]
+""",
+        "roles/app/tasks/main.yml": SHADOWING_FILES["roles/app/tasks/main.yml"].split(
+            "- name: Per platform"
+        )[0],
+        "roles/cleanup/tasks/main.yml": "- ansible.builtin.set_fact:\n    gone: true\n",
+    }
+    root = write_project(tmp_path, files)
+    monkeypatch.chdir(root)
+
+    assert main(["check", str(root)]) == 0
+
+    assert capsys.readouterr().err.splitlines()[:-1] == [
+        "spec keys that would shadow a role's own variables (refused by the operator):",
+        "  App, Copy (roles/app):",
+        "    idout  roles/app/tasks/main.yml:5 (register)",
+        "    may be set (specMayOverride): ready",
+        "  App, when deleted (roles/cleanup):",
+        "    gone  roles/cleanup/tasks/main.yml:2 (set_fact)",
+    ]
+
+
+def test_role_entry_keywords_are_ansible_cores() -> None:
+    # Any other key of a `roles:` or `dependencies:` entry is a role parameter, a
+    # variable the spec could forge; lint/assigned_vars.py keeps its own copy of the
+    # list (it reads YAML only): an ansible-core that adds a keyword must show here.
+    from ansible.playbook.role.include import RoleInclude
+
+    from ansible_operator.lint import assigned_vars
+
+    assert frozenset(RoleInclude.fattributes) == assigned_vars._ROLE_KEYWORDS

@@ -1,4 +1,4 @@
-"""Extra vars of a run: snake_case names, order, unsafe marking, collisions."""
+"""Extra vars of a run: snake_case names, order, collisions."""
 
 from __future__ import annotations
 
@@ -47,16 +47,6 @@ def test_snake_case_keys_recurses_keys_only() -> None:
     }
 
 
-def test_mark_unsafe_wraps_string_values_not_keys() -> None:
-    value = {"a": "{{ lookup('pipe', 'id') }}", "n": 3, "l": ["s", {"k": "v"}], "b": True}
-    assert params.mark_unsafe(value) == {
-        "a": {"__ansible_unsafe": "{{ lookup('pipe', 'id') }}"},
-        "n": 3,
-        "l": [{"__ansible_unsafe": "s"}, {"k": {"__ansible_unsafe": "v"}}],
-        "b": True,
-    }
-
-
 @pytest.mark.parametrize(
     ("group", "kind", "expected"),
     [
@@ -77,17 +67,13 @@ OBJ = {
 }
 
 
-def build(**overrides):
-    arguments = {
-        "group": "cache.example.com",
-        "kind": "Memcached",
-        "snake_case": True,
-        "unsafe": False,
-        "watch_vars": None,
-        "finalizer_vars": None,
-    }
-    arguments.update(overrides)
-    return params.build_extravars(OBJ, **arguments)
+def build(*, snake_case: bool = True, watch_vars=None, finalizer_vars=None) -> dict:
+    """Every variable of a run, the reference's order and precedence (admission.py
+    writes them to two files; a run sees them merged)."""
+    cluster = params.cluster_variables(
+        OBJ, group="cache.example.com", kind="Memcached", snake_case=snake_case
+    )
+    return {**cluster, **params.author_variables(watch_vars, finalizer_vars)}
 
 
 def test_build_extravars_names_and_order() -> None:
@@ -119,29 +105,10 @@ def test_build_extravars_later_overwrites_earlier() -> None:
     assert extravars["only_watch"] == 1
 
 
-def test_build_extravars_without_snake_case_and_unsafe() -> None:
-    extravars = build(snake_case=False, unsafe=True)
+def test_build_extravars_without_snake_case() -> None:
+    extravars = build(snake_case=False)
     assert "sizeK8sBuckets" in extravars and "size_k8s_buckets" not in extravars
-    assert extravars["message"] == {"__ansible_unsafe": "hi"}
-    assert extravars["nested"] == {"innerKey": {"__ansible_unsafe": "v"}}
-    assert extravars["sizeK8sBuckets"] == 3  # only strings are marked
-
-
-def test_everything_from_the_cluster_is_marked_unsafe_but_the_authors_vars() -> None:
-    extravars = build(unsafe=True, watch_vars={"w": "{{ 1 + 1 }}"}, finalizer_vars={"f": "{{ 2 }}"})
-    unsafe = {"__ansible_unsafe": "hi"}
-    assert extravars["message"] == unsafe
-    assert extravars["ansible_operator_meta"] == {
-        "name": {"__ansible_unsafe": "mc"},
-        "namespace": {"__ansible_unsafe": "ns"},
-    }
-    assert extravars["_cache_example_com_memcached"]["spec"]["message"] == unsafe
-    assert extravars["_cache_example_com_memcached"]["metadata"]["name"] == {
-        "__ansible_unsafe": "mc"
-    }
-    assert extravars["_cache_example_com_memcached_spec"]["message"] == unsafe
-    # The operator author's vars keep their Jinja.
-    assert extravars["w"] == "{{ 1 + 1 }}" and extravars["f"] == "{{ 2 }}"
+    assert extravars["nested"] == {"innerKey": "v"}
 
 
 def test_a_watch_marks_cluster_data_unsafe_unless_it_says_otherwise() -> None:
@@ -153,15 +120,7 @@ def test_a_watch_marks_cluster_data_unsafe_unless_it_says_otherwise() -> None:
 
 def test_build_extravars_missing_spec() -> None:
     obj = {"metadata": {"name": "s"}}
-    extravars = params.build_extravars(
-        obj,
-        group="",
-        kind="Secret",
-        snake_case=True,
-        unsafe=False,
-        watch_vars=None,
-        finalizer_vars=None,
-    )
+    extravars = params.cluster_variables(obj, group="", kind="Secret", snake_case=True)
     assert extravars == {
         "ansible_operator_meta": {"name": "s", "namespace": ""},
         "__secret": obj,

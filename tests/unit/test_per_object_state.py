@@ -23,7 +23,10 @@ from ansible_operator.reconciler.annotations import RECONCILE_PERIOD
 from ansible_operator.reconciler.ansible_reconciler import AnsibleReconciler, Shared
 from ansible_operator.runner.fake import FakeRunner
 from ansible_operator.settings import Settings
+from ansible_operator.testing.admission import admission_without_ansible
 from ansible_operator.testing.fake_api import FakeApi
+
+ADMISSION = admission_without_ansible()
 
 OBJECTS = 1000
 WIDGETS = Resource("example.com", "v1", "Widget", "widgets", True)
@@ -121,7 +124,13 @@ async def reconciled_widgets() -> tuple[FakeApi, Metrics, AnsibleReconciler]:
     for key in KEYS:
         api.put(WIDGETS, widget(key))
     metrics = Metrics()
-    shared = Shared(api=api, options=Settings(), metrics=metrics, runner=FakeRunner())  # type: ignore[arg-type]
+    shared = Shared(
+        api=api,  # type: ignore[arg-type]
+        options=Settings(),
+        metrics=metrics,
+        runner=FakeRunner(),
+        admission=ADMISSION,
+    )
     watch = Watch(
         gvk=GVK("example.com", "v1", "Widget"), role=Path("roles/w"), playbook=None, vars={}
     )

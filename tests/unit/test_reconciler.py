@@ -18,7 +18,10 @@ from ansible_operator.reconciler.ansible_reconciler import AnsibleReconciler, Sh
 from ansible_operator.runner import fake
 from ansible_operator.runner.fake import FakeRunner
 from ansible_operator.settings import AnsibleSettings, RunSettings, Settings
+from ansible_operator.testing.admission import admission_without_ansible
 from ansible_operator.testing.fake_api import FakeApi
+
+ADMISSION = admission_without_ansible()
 
 MEMCACHED = Resource(
     "cache.example.com",
@@ -84,6 +87,7 @@ class Setup:
             options=self.options,
             metrics=Metrics(),
             runner=runner,
+            admission=ADMISSION,
         )
         self.reconciler = AnsibleReconciler(watch, MEMCACHED, StoreReader(self.api), shared)
 

@@ -33,6 +33,7 @@ def killed_run(root: Path) -> rundir.RunDir:
     run_dir = rundir.prepare(
         subject,
         extravars={"size": 3},
+        cluster_vars=b'# the cluster\'s data\n!unsafe\n"name": "mc"\n',
         envvars={"PROXY_TOKEN": "t0ken"},
         kubeconfig={"apiVersion": "v1", "kind": "Config", "users": [{"name": "run"}]},
         private=rundir.private_root(root),
@@ -53,6 +54,8 @@ def test_every_directory_a_run_makes_is_private_from_the_runner_dir_down(tmp_pat
     assert mode(rundir.private_root(root)) == 0o300
     for secret in run_dir.secrets():
         assert mode(secret) == 0o600, secret
+    # The cluster's data reaches ansible-playbook as a file of its own (`-e @FILE`).
+    assert run_dir.cmdline.read_text() == f"-e @{run_dir.cluster_vars}"
 
 
 def test_make_private_dirs_leaves_an_existing_directory_as_its_owner_made_it(

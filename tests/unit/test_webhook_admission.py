@@ -15,8 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
+from ansible_operator.project.extravars_file import HEADER
 from ansible_operator.project.webhook_entries import Webhook, WebhookRule
 from ansible_operator.settings import LeaderElectionSettings, Settings
+from ansible_operator.testing.admission import written_only
 from ansible_operator.webhooks.answer import Answer, RunOutcome, answer_from_event, decide
 from ansible_operator.webhooks.configurations import (
     MUTATING,
@@ -109,13 +111,14 @@ def test_the_role_gets_the_request_as_unsafe_data_and_the_webhook_vars_as_writte
     request = parse_review(
         review(name="p", object={"metadata": {"name": "{{ lookup('pipe', 'id') }}"}})
     )
-    extravars = admission_vars(request, MUTATE)
-    admission = extravars["admission"]
-    assert admission["operation"] == {"__ansible_unsafe": "CREATE"}
-    assert admission["object"] == {
-        "metadata": {"name": {"__ansible_unsafe": "{{ lookup('pipe', 'id') }}"}}
-    }
-    assert admission["user_info"]["groups"] == [{"__ansible_unsafe": "dev"}]
+    variables = admission_vars(request, MUTATE, read_back=written_only)
+    # The request's data goes to the file Ansible reads as unsafe data, whole.
+    assert variables.cluster is not None
+    cluster = variables.cluster.variables
+    admission = cluster["admission"]
+    assert admission["operation"] == "CREATE"
+    assert admission["object"] == {"metadata": {"name": "{{ lookup('pipe', 'id') }}"}}
+    assert admission["user_info"]["groups"] == ["dev"]
     assert admission["dry_run"] is False and admission["old_object"] is None
     assert set(admission) == {
         "uid",
@@ -132,11 +135,10 @@ def test_the_role_gets_the_request_as_unsafe_data_and_the_webhook_vars_as_writte
         "options",
         "webhook",
     }
-    assert extravars["ansible_operator_meta"] == {
-        "name": {"__ansible_unsafe": "p"},
-        "namespace": {"__ansible_unsafe": "web"},
-    }
-    assert extravars["registry"] == "{{ registry_host }}"  # the author's: templated
+    assert cluster["ansible_operator_meta"] == {"name": "p", "namespace": "web"}
+    assert variables.cluster.encoded.startswith(HEADER + b"!unsafe\n")
+    # The author's: a file of their own, templated.
+    assert variables.author == {"registry": "{{ registry_host }}"}
 
 
 def answer_event(answer: dict[str, Any], action: str = "operator_sdk.util.admission_response"):

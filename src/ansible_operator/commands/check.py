@@ -8,20 +8,26 @@ roles (lint/templating.py); a webhook's, also for names its run does not define
 and for never answering (lint/webhook_roles.py); and what their Kubernetes tasks
 do against config/rbac/role.yaml (lint/rbac.py; `--fix-rbac` adds what is missing).
 Prints `file:line: error|warning: message`; exits 1 when something will fail.
+Then, on stderr with the summary, a note: the spec keys the operator refuses because
+a watch's role or playbook assigns a variable of that name (lint/assigned_vars.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
 
 from ansible_operator.lint import yaml_nodes as y
 from ansible_operator.lint.ansible_load import load_in_child, task_keywords
+from ansible_operator.lint.assigned_vars import assigned_vars
 from ansible_operator.lint.findings import Finding, error, place
 from ansible_operator.lint.jinja_types import Inferred, Scope
 from ansible_operator.lint.project import Targets, role_files, targets_of
@@ -92,6 +98,10 @@ def check(args: argparse.Namespace) -> int:
     findings, targets = check_project(directory, **options)
     for finding in findings:
         print(finding.format(relative_to=Path.cwd()))
+    env = _environment(directory, args.ansible_roles_path, args.ansible_collections_path)
+    watches_file = Path(args.watches_file or directory / "watches.yaml")
+    for line in _refused_spec_keys(directory, watches_file, env):
+        print(line, file=sys.stderr)
     errors = sum(f.is_error for f in findings)
     warnings = len(findings) - errors
     checked = f"{_count(len(targets.roles), 'role')}, {_count(len(targets.playbooks), 'playbook')}"
@@ -101,6 +111,60 @@ def check(args: argparse.Namespace) -> int:
         summary = f"no problems found in {checked}"
     print(f"ansible-operator check: {summary}", file=sys.stderr)
     return 1 if errors else 0
+
+
+class _Run(NamedTuple):
+    """A target some watches run, and the names their specMayOverride lets a spec set."""
+
+    role: Path | None
+    playbook: Path | None
+    allowed: tuple[str, ...]
+
+
+def _refused_spec_keys(directory: Path, watches_file: Path, env: Mapping[str, str]) -> list[str]:
+    """The note on the names each watch's role or playbook assigns itself, less its
+    `specMayOverride`: an object whose spec sets one would forge it, so the operator
+    refuses that object (project/watch_admission.py). It fails nothing here (on stderr:
+    stdout is the findings, one per line, that tools parse)."""
+    try:
+        loaded, _ = load_reading_on(watches_file, env, directory)
+    except FileNotFoundError:
+        return []  # check_project reported it
+    runs: dict[_Run, list[str]] = {}  # one listing for the watches that share a run
+    for watch in loaded.watches if loaded is not None else []:
+        for deleting in (False, True):
+            target = watch.target(deleting=deleting)
+            if deleting and target == watch.target(deleting=False):
+                continue
+            run = _Run(*target, tuple(sorted(watch.spec_may_override)))
+            runs.setdefault(run, []).append(f"{watch.gvk.kind}{', when deleted' * deleting}")
+    here = Path.cwd()
+    lines = []
+    for run, kinds in sorted(runs.items(), key=lambda item: str(item[0].playbook or item[0].role)):
+        target = run.playbook or run.role
+        if target is None:
+            continue
+        found = assigned_vars(run.role, run.playbook, directory, env)
+        refused = {name: a for name, a in found.names.items() if name not in run.allowed}
+        if not refused and not found.unresolved:
+            continue
+        lines.append(f"  {', '.join(kinds)} ({_shown(target, here)}):")
+        width = max((len(name) for name in refused), default=0)
+        lines += [f"    {name:<{width}}  {a.where(here)}" for name, a in sorted(refused.items())]
+        if kept := sorted(set(run.allowed) & set(found.names)):
+            lines.append(f"    may be set (specMayOverride): {', '.join(kept)}")
+        if found.unresolved:
+            lines.append("    and names known only when it runs (not refused):")
+            lines += [f"      {unresolved.where(here)}" for unresolved in found.unresolved]
+    if not lines:
+        return []
+    return ["spec keys that would shadow a role's own variables (refused by the operator):", *lines]
+
+
+def _shown(path: Path, here: Path) -> str:
+    with contextlib.suppress(ValueError):
+        return str(path.resolve().relative_to(here.resolve()))
+    return str(path)
 
 
 def _list_rbac(uses: list[Use], unknown: list[Unknown]) -> None:

@@ -29,8 +29,10 @@ from ansible_operator.kube.config import KubeConfigError
 from ansible_operator.kube.discovery import RestMapper
 from ansible_operator.kube.impersonation import verify_impersonation
 from ansible_operator.kube.types import Resource
+from ansible_operator.lint.assigned_vars import assigned_places
 from ansible_operator.observability import logs
 from ansible_operator.observability.metrics import Metrics
+from ansible_operator.project.watch_admission import WatchAdmission
 from ansible_operator.project.watches import (
     Watch,
     WatchesError,
@@ -213,7 +215,13 @@ async def reconcile_once(args: argparse.Namespace) -> int:
             )
             await host.start()
             try:
-                shared = Shared(api=api, options=options, metrics=metrics, runner=host)
+                shared = Shared(
+                    api=api,
+                    options=options,
+                    metrics=metrics,
+                    runner=host,
+                    admission=WatchAdmission(Path.cwd(), os.environ, assigned=assigned_places),
+                )
                 metadata = obj["metadata"]
                 reader = OneObject(obj)
                 reconciler = AnsibleReconciler(watch, resource, reader, shared)

@@ -117,7 +117,7 @@ def _used_roles(
     for path in files:
         try:
             root = y.compose_file(path)
-        except (OSError, yaml.YAMLError):
+        except (OSError, ValueError, yaml.YAMLError):  # ValueError: not UTF-8
             continue  # reported when the file is loaded
         for name in _role_names(root):
             role = _resolve(name, places)

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import os
 import shutil
 import signal
 import ssl
@@ -36,6 +37,7 @@ from ansible_operator.kube.informer import EventListener, Informer
 from ansible_operator.kube.namespace_scope import NamespaceScope
 from ansible_operator.kube.namespace_selection import SelectedNamespaces
 from ansible_operator.kube.types import Resource
+from ansible_operator.lint.assigned_vars import assigned_places
 from ansible_operator.manager.api_health import ApiServerHealth
 from ansible_operator.manager.dependents import DependentWatches
 from ansible_operator.manager.leader_thread import LeaderElectionThread
@@ -48,6 +50,7 @@ from ansible_operator.manager.metrics_auth import (
 from ansible_operator.manager.unserved import UnservedKinds
 from ansible_operator.observability.loop_watchdog import LoopWatchdog
 from ansible_operator.observability.metrics import Metrics
+from ansible_operator.project.watch_admission import WatchAdmission
 from ansible_operator.project.watches import Watch, Webhook
 from ansible_operator.proxy.server import ApiProxy
 from ansible_operator.reconciler.ansible_reconciler import AnsibleReconciler, Shared
@@ -208,6 +211,9 @@ class Manager:
         elector: LeaderElectionThread | None = None
         prober: asyncio.Task[None] | None = None
         host: RunnerHost | None = None
+        # Reads ansible-core's variable names in a child process meanwhile.
+        admission = WatchAdmission(Path.cwd(), os.environ, assigned=assigned_places)
+        admission.start()
         # From its own thread: how late this loop runs (probes, events, the proxy wait as long).
         watchdog = LoopWatchdog(self.metrics)
         watchdog.start()
@@ -284,7 +290,13 @@ class Manager:
                     # waits for this loop.
                     self.ring = self._shard_ring(config, self.scope)
                     await self.ring.join()
-                shared = Shared(api=api, options=self.options, metrics=self.metrics, runner=host)
+                shared = Shared(
+                    api=api,
+                    options=self.options,
+                    metrics=self.metrics,
+                    runner=host,
+                    admission=admission,
+                )
                 await self._start_controllers(shared)
                 self.ready = True
                 log.info(
@@ -311,6 +323,7 @@ class Manager:
                 return 1 if lost else 0
         finally:
             watchdog.stop()
+            await admission.stop()
             if self.webhook_service is not None:
                 await self.webhook_service.stop()
             if prober is not None:

@@ -110,6 +110,22 @@ class Metrics:
             "(killed, out of memory, crashed)",
             registry=r,
         )
+        # Admission webhooks (webhooks/): one count per decision and per request refused
+        # before any decision, as controller-runtime's webhook_requests_total.
+        self.webhook_admissions = Counter(
+            "ansible_operator_webhook_admissions",
+            "Admission requests decided, by webhook and decision "
+            "(allowed, denied, or policy: the failurePolicy decided because the run could not)",
+            ["webhook", "decision"],
+            registry=r,
+        )
+        self.webhook_refused = Counter(
+            "ansible_operator_webhook_requests_refused",
+            "Webhook requests refused before any decision, by webhook and HTTP status "
+            "(429: past the client's rate or slots; 400: not an AdmissionReview we can read)",
+            ["webhook", "status"],
+            registry=r,
+        )
         # A ring of replicas (sharding/ring.py): this replica's part of it.
         self.shard_members = Gauge(
             "ansible_operator_shard_members",

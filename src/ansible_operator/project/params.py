@@ -9,13 +9,11 @@ earlier ones):
 4. ``_<group>_<kind>_spec``: the raw spec, keys as written;
 5. the watch's ``vars``, then (finalizer runs) the finalizer's ``vars``.
 
-Everything in 1-4 comes from the cluster, so whoever may create the object
-wrote it. Its keys may not name Ansible's own variables nor carry Ansible's tagged
-values (reserved_vars.py): such an object is refused before anything runs. And
-unless the watch says ``markUnsafe: false``, every string in it is marked unsafe,
-data Ansible never templates (else ``{{ lookup('pipe', ...) }}`` in a spec would
-run as the operator). The watch's own ``vars`` are the
-operator author's and keep their Jinja.
+Everything in 1-4 comes from the cluster, so whoever may create the object wrote it:
+admission.py refuses what may not reach Ansible (reserved_vars.py) and, unless the
+watch says ``markUnsafe: false``, hands it to Ansible as data it never templates
+(extravars_file.py; else ``{{ lookup('pipe', ...) }}`` in a spec would run as the
+operator). The watch's own ``vars`` (5) are the operator author's and keep their Jinja.
 
 The snake_case conversion gives the same names as the reference for its tested cases
 (``sizeK8sBuckets`` → ``size_k8s_buckets``, a leading capital gives a leading ``_``,
@@ -117,79 +115,42 @@ def snake_case_keys(value: Any) -> Any:
     return value
 
 
-def mark_unsafe(value: Any) -> Any:
-    """A copy of ``value`` with every string value (not key) wrapped as Ansible unsafe."""
-    if isinstance(value, str):
-        return {"__ansible_unsafe": value}
-    if isinstance(value, Mapping):
-        return {key: mark_unsafe(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [mark_unsafe(item) for item in value]
-    return value
-
-
 def object_var_name(group: str, kind: str) -> str:
     """The variable holding the whole object: ``_cache_example_com_memcached``."""
     return reserved_vars.object_prefix(group, kind)
 
 
-def refusals(
+def cluster_variables(
     obj: Mapping[str, Any], *, group: str, kind: str, snake_case: bool
-) -> list[reserved_vars.Refusal]:
-    """Why ``obj`` may not become a run's extra vars (reserved_vars.py); empty if it may."""
-    spec = obj.get("spec")
-    found: list[reserved_vars.Refusal] = []
-    if isinstance(spec, Mapping):
-        names = {key: to_snake(key) for key in spec if isinstance(key, str)} if snake_case else {}
-        found += reserved_vars.top_level_refusals(spec, names, group=group, kind=kind)
-    named = {refusal.path for refusal in found}
-    # managedFields is the API server's record of the same fields ("f:<name>" keys, as deep
-    # as the data): what it would refuse, the data itself already does.
-    metadata = obj.get("metadata")
-    if isinstance(metadata, Mapping) and "managedFields" in metadata:
-        obj = {**obj, "metadata": {k: v for k, v in metadata.items() if k != "managedFields"}}
-    found += (
-        refusal for refusal in reserved_vars.data_refusals(obj, "") if refusal.path not in named
-    )
-    return found
-
-
-def build_extravars(
-    obj: Mapping[str, Any],
-    *,
-    group: str,
-    kind: str,
-    snake_case: bool,
-    unsafe: bool,
-    watch_vars: Mapping[str, Any] | None,
-    finalizer_vars: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
-    """The extra vars of a run for ``obj``, in the reference's order; RefusedData if its
-    keys are not for Ansible (the reconciler says why before it asks)."""
-    refused = refusals(obj, group=group, kind=kind, snake_case=snake_case)
-    if refused:
-        raise reserved_vars.RefusedData(refused)
+    """Entries 1-4 of the reference's order: what the cluster says, as variables (a
+    copy: ``obj`` is left as it is)."""
     raw_spec = obj.get("spec")
     if raw_spec is None:
         raw_spec = {}
     spec: Mapping[str, Any] = raw_spec if isinstance(raw_spec, Mapping) else {}
     metadata = obj.get("metadata") or {}
 
-    from_cluster: dict[str, Any] = {}
-    from_cluster.update(snake_case_keys(spec) if snake_case else copy.deepcopy(dict(spec)))
-    from_cluster["ansible_operator_meta"] = {
+    variables: dict[str, Any] = snake_case_keys(spec) if snake_case else copy.deepcopy(dict(spec))
+    variables["ansible_operator_meta"] = {
         "name": metadata.get("name", ""),
         "namespace": metadata.get("namespace", ""),
     }
     var = object_var_name(group, kind)
-    from_cluster[var] = copy.deepcopy(dict(obj))
-    from_cluster[f"{var}_spec"] = copy.deepcopy(raw_spec)
-    extravars: dict[str, Any] = mark_unsafe(from_cluster) if unsafe else from_cluster
-    if watch_vars:
-        extravars.update(copy.deepcopy(dict(watch_vars)))
-    if finalizer_vars:
-        extravars.update(copy.deepcopy(dict(finalizer_vars)))
-    return extravars
+    variables[var] = copy.deepcopy(dict(obj))
+    variables[f"{var}_spec"] = copy.deepcopy(raw_spec)
+    return variables
+
+
+def author_variables(
+    watch_vars: Mapping[str, Any] | None, finalizer_vars: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """Entry 5: the watch's ``vars``, then a finalizer run's, as the author wrote them."""
+    variables: dict[str, Any] = {}
+    for given in (watch_vars, finalizer_vars):
+        if given:
+            variables.update(copy.deepcopy(dict(given)))
+    return variables
 
 
 def snake_case_collisions(

@@ -207,6 +207,20 @@ class NodeReader:
                 return None
         return seconds or None
 
+    def names(self, node: yaml.Node, name: str) -> tuple[str, ...] | None:
+        """A list of variable names (an empty value: none)."""
+        value = self.construct(node)
+        if value is INVALID:
+            return None
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(
+            isinstance(each, str) and each.isidentifier() for each in value
+        ):
+            self.error(node, f"{name!r} must be a list of variable names, not {describe(value)}")
+            return None
+        return tuple(value)
+
     def mapping(self, node: yaml.Node, name: str) -> dict[str, Any] | None:
         value = self.construct(node)
         if value is INVALID:

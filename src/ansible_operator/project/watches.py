@@ -137,6 +137,11 @@ class Watch:
     )
     # Cluster data is never templated unless asked (the reference defaults to false).
     mark_unsafe: bool = field(default=True, metadata=option("markUnsafe", NodeReader.boolean))
+    # Variables the role assigns itself that a spec key may still override (an object
+    # that sets one is refused otherwise: reserved_vars.py).
+    spec_may_override: tuple[str, ...] = field(
+        default=(), metadata=option("specMayOverride", NodeReader.names)
+    )
     blacklist: tuple[GVK, ...] = field(
         default=(), metadata=option("blacklist", lambda r, node, _: r.blacklist(node))
     )
@@ -167,6 +172,13 @@ class Watch:
         metadata=option(None, env=EnvOverride(("ANSIBLE_VERBOSITY_{}",), minimum=0, maximum=7)),
     )
     source: str = ""
+
+    def target(self, *, deleting: bool) -> tuple[Path | None, Path | None]:
+        """(role, playbook) a run plays: a finalizer's own when it has one."""
+        finalizer = self.finalizer if deleting else None
+        if finalizer is not None and (finalizer.role or finalizer.playbook):
+            return finalizer.role, finalizer.playbook
+        return self.role, self.playbook
 
 
 GVK_KEYS = ("group", "version", "kind")

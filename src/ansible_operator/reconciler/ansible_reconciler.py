@@ -24,7 +24,9 @@ from ansible_operator.controller.reconcile import ObjectKey, ObjectReader, Outco
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.kube.types import Resource
 from ansible_operator.observability.metrics import Metrics
-from ansible_operator.project import params, reserved_vars
+from ansible_operator.project.admission import RunVariables
+from ansible_operator.project.reserved_vars import RefusedData
+from ansible_operator.project.watch_admission import WatchAdmission
 from ansible_operator.project.watches import Watch
 from ansible_operator.reconciler import conditions
 from ansible_operator.reconciler.annotations import AnnotationError, object_settings
@@ -47,6 +49,7 @@ class Shared:
     options: Settings
     metrics: Metrics
     runner: Runner  # does the Ansible runs (runner/host.py's RunnerHost)
+    admission: WatchAdmission  # what of an object may reach its run, and how
 
 
 class AnsibleReconciler:
@@ -80,18 +83,11 @@ class AnsibleReconciler:
         if deleting and (finalizer is None or not has_finalizer(cached, finalizer.name)):
             return Outcome()
 
-        refused = params.refusals(
-            cached,
-            group=self.watch.gvk.group,
-            kind=self.watch.gvk.kind,
-            snake_case=self.watch.snake_case_parameters,
-        )
-        if refused:
-            # Before the copy (data nested too deep breaks copy.deepcopy) and before the
-            # finalizer (a role that never ran has nothing to clean up).
-            await self._fail(
-                cached, f"not run: {reserved_vars.describe(refused)}", reason="RefusedData"
-            )
+        # Before the copy (data nested too deep breaks copy.deepcopy) and before any
+        # write: a refused object gets no finalizer (a role that never ran has nothing to
+        # clean up) and never shows Running.
+        variables = await self._admit(cached, deleting)
+        if variables is None:
             return Outcome(retry=False)
 
         obj = copy.deepcopy(cached)
@@ -125,22 +121,10 @@ class AnsibleReconciler:
             if updated is None:
                 return Outcome()
             obj = updated
-
-        spec = obj.get("spec")
-        collisions = (
-            params.snake_case_collisions(spec)
-            if (self.watch.snake_case_parameters and isinstance(spec, Mapping))
-            else []
-        )
-        if collisions:
-            described = "; ".join(f"{path}: '{a}' and '{b}'" for path, a, b in collisions)
-            await self._fail(
-                obj,
-                f"spec keys collide after snake_case conversion ({described}); rename one, "
-                "or set snakeCaseParameters: false in watches.yaml",
-                reason="InvalidSpec",
-            )
-            return Outcome(retry=False)
+            # The run's object is the one with the finalizer.
+            variables = await self._admit(obj, deleting)
+            if variables is None:
+                return Outcome(retry=False)
 
         if self.writes_status:
             try:
@@ -156,6 +140,7 @@ class AnsibleReconciler:
             plan = plan_for(
                 self.watch,
                 obj,
+                variables,
                 options,
                 resolved,
                 deleting=deleting,
@@ -179,6 +164,15 @@ class AnsibleReconciler:
             obj = remaining
 
         return await self._report(obj, result, resolved.reconcile_period)
+
+    async def _admit(self, obj: dict[str, Any], deleting: bool) -> RunVariables | None:
+        """The run's variables, or None once a refusal is reported (a Failure and an
+        Event naming each key): project/admission.py."""
+        try:
+            return await self.shared.admission.admit(self.watch, obj, deleting=deleting)
+        except RefusedData as refused:
+            await self._fail(obj, f"not run: {refused}", reason=refused.reason)
+            return None
 
     # ----- reporting ---------------------------------------------------------
     async def _report(

@@ -18,8 +18,6 @@ from ansible_operator.runner.events import RunSummary
 from ansible_operator.runner.plan import RunPlan
 from ansible_operator.runner.result import RunResult, RunStatus
 
-UNSAFE = "__ansible_unsafe"  # how params.mark_unsafe wraps a string
-
 
 @dataclass
 class FakeRun:
@@ -98,16 +96,7 @@ class FakeRunner:
 
 def the_object(plan: RunPlan) -> dict[str, Any]:
     """The object a reconcile's run is about, as its extra vars carry it whole
-    (`_<group>_<kind>`, params.py), without the unsafe marks of `markUnsafe`."""
-    whole = plan.extravars.get(params.object_var_name(plan.owner.group, plan.owner.kind))
-    return unmarked(whole) if isinstance(whole, Mapping) else {}
-
-
-def unmarked(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        if set(value) == {UNSAFE}:
-            return value[UNSAFE]
-        return {key: unmarked(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [unmarked(item) for item in value]
-    return value
+    (`_<group>_<kind>`, params.py)."""
+    variables = {**(plan.cluster_vars.variables if plan.cluster_vars else {}), **plan.extravars}
+    whole = variables.get(params.object_var_name(plan.owner.group, plan.owner.kind))
+    return dict(whole) if isinstance(whole, Mapping) else {}

@@ -229,6 +229,7 @@ class RunnerHost:
             run_dir = rundir.prepare(
                 self.runner_root / plan.subject,
                 extravars=plan.extravars,
+                cluster_vars=plan.cluster_vars.encoded if plan.cluster_vars else None,
                 envvars=access.env,
                 kubeconfig=access.kubeconfig,
                 ansible_args=plan.ansible_args,

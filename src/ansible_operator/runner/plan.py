@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ansible_operator.kube.types import Owner
+from ansible_operator.project.ansible_view import ExtraVars
 from ansible_operator.runner import priority
 
 _counter = itertools.count(1)
@@ -33,7 +34,10 @@ class RunPlan:
     subject: Path  # relative to the runner root; artifacts in <subject>/artifacts/<ident>
     role: Path | None
     playbook: Path | None
-    extravars: dict[str, Any]
+    extravars: dict[str, Any]  # the author's (templated), written as JSON
+    # The cluster's data, never templated, as admission read it back through Ansible's
+    # loader (project/admission.py); None when the run has none.
+    cluster_vars: ExtraVars | None = None
     verbosity: int
     timeout: float | None
     keep_artifacts: int  # artifact directories of the subject kept after the run (0: none)

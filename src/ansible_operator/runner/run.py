@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ansible_operator.kube.types import Owner
-from ansible_operator.project import params
+from ansible_operator.project.admission import RunVariables
 from ansible_operator.project.watches import Watch
 from ansible_operator.runner import rundir
 from ansible_operator.runner.plan import RunPlan
@@ -53,40 +53,21 @@ def owner_of(watch: Watch, obj: Mapping[str, Any]) -> Owner:
     )
 
 
-def what_to_play(watch: Watch, deleting: bool) -> tuple[Path | None, Path | None]:
-    """(role, playbook): a finalizer's own role or playbook when it has one."""
-    finalizer = watch.finalizer if deleting else None
-    if finalizer is not None and (finalizer.role or finalizer.playbook):
-        return finalizer.role, finalizer.playbook
-    return watch.role, watch.playbook
-
-
-def extravars_for(watch: Watch, obj: Mapping[str, Any], deleting: bool) -> dict[str, Any]:
-    finalizer = watch.finalizer if deleting else None
-    return params.build_extravars(
-        dict(obj),
-        group=watch.gvk.group,
-        kind=watch.gvk.kind,
-        snake_case=watch.snake_case_parameters,
-        unsafe=watch.mark_unsafe,
-        watch_vars=watch.vars,
-        finalizer_vars=finalizer.vars if finalizer is not None else None,
-    )
-
-
 def plan_for(
     watch: Watch,
     obj: Mapping[str, Any],
+    variables: RunVariables,
     options: Settings,
     settings: Effective,
     *,
     deleting: bool = False,
     ident: str,
 ) -> RunPlan:
-    """The run of `obj` (as the controller last wrote it): its finalizer run when
-    `deleting`; `settings` are the object's, resolved (settings/precedence.py)."""
+    """The run of `obj` (as the controller last wrote it) with `variables`, what
+    admission made of it: its finalizer run when `deleting`; `settings` are the
+    object's, resolved (settings/precedence.py)."""
     owner = owner_of(watch, obj)
-    role, playbook = what_to_play(watch, deleting)
+    role, playbook = watch.target(deleting=deleting)
     ansible_args = options.ansible.args
     if options.ansible.check_mode:
         ansible_args = f"{ansible_args} --check --diff".strip()
@@ -100,7 +81,8 @@ def plan_for(
         ),
         role=role,
         playbook=playbook,
-        extravars=extravars_for(watch, obj, deleting),
+        extravars=variables.author,
+        cluster_vars=variables.cluster,
         verbosity=settings.verbosity,
         timeout=settings.run_timeout,
         keep_artifacts=settings.keep_artifacts,

@@ -5,7 +5,7 @@
         (every level 0700; kept and rotated to maxRunnerArtifacts, redacted
         after the run: a person can open it and read what happened)
     <root>/.private/<128 random bits>/          (one run's private data dir, 0700)
-        env/extravars  env/envvars  env/cmdline   (0600)
+        env/extravars  env/cluster_vars  env/envvars  env/cmdline   (0600)
         kubeconfig                                  (0600: the run's credential)
         inventory/hosts  (or a copy of ANSIBLE_INVENTORY)
         project/
@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ansible_operator.project.extravars_file import encode_author_vars
 from ansible_operator.values.private_files import make_private_dirs, write_private
 
 log = logging.getLogger("ansible_operator.runner")
@@ -59,6 +60,10 @@ class RunDir:
         return self.path / "env" / "extravars"
 
     @property
+    def cluster_vars(self) -> Path:
+        return self.path / "env" / "cluster_vars"
+
+    @property
     def envvars(self) -> Path:
         return self.path / "env" / "envvars"
 
@@ -75,7 +80,7 @@ class RunDir:
         return self.path / "inventory"
 
     def secrets(self) -> list[Path]:
-        return [self.extravars, self.envvars, self.kubeconfig]
+        return [self.extravars, self.cluster_vars, self.envvars, self.kubeconfig]
 
 
 def object_dir(root: Path, group: str, version: str, kind: str, namespace: str, name: str) -> Path:
@@ -93,6 +98,7 @@ def prepare(
     *,
     extravars: dict[str, Any],
     envvars: dict[str, str],
+    cluster_vars: bytes | None = None,
     kubeconfig: dict[str, Any] | None,
     ansible_args: str = "",
     inventory: Path | None = None,
@@ -113,7 +119,13 @@ def prepare(
     run_dir.path.mkdir(mode=0o700)
     (run_dir.path / "env").mkdir(mode=0o700)
     (run_dir.path / "project").mkdir(mode=0o700)
-    write_private(run_dir.extravars, json.dumps(extravars).encode())
+    write_private(run_dir.extravars, encode_author_vars(extravars))
+    if cluster_vars is not None:
+        # project/extravars_file.py: the cluster's data, a file of its own; ansible-runner
+        # passes env/extravars, and env/cmdline comes first on its command line.
+        write_private(run_dir.cluster_vars, cluster_vars)
+        given = f"-e @{shlex.quote(str(run_dir.cluster_vars))}"
+        ansible_args = f"{given} {ansible_args}".strip()
     if kubeconfig is not None:
         from ansible_operator.kube.kubeconfig import write_kubeconfig
 

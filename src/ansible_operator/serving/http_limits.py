@@ -120,13 +120,19 @@ class ThrottledWarning:
     """At most one warning line per `interval`; the lines held back show up
     in the running counts of the next one."""
 
-    def __init__(self, logger: logging.Logger, interval: float = LOG_INTERVAL) -> None:
+    def __init__(
+        self,
+        logger: logging.Logger,
+        interval: float = LOG_INTERVAL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.logger = logger
         self.interval = interval
+        self.clock = clock
         self._last: float | None = None
 
     def warning(self, message: str, *args: Any) -> None:
-        now = time.monotonic()
+        now = self.clock()
         if self._last is not None and now - self._last < self.interval:
             return
         self._last = now

@@ -3,9 +3,10 @@
 The role sees one variable, ``admission``, with the request's fields snake_cased
 (``old_object``, ``user_info``, ``dry_run``, ``sub_resource``); the objects inside keep their
 own keys, since a mutating role answers with the object as Kubernetes spells it. Everything
-in it came from whoever made the request, so every string is marked unsafe: Ansible never
-templates it (params.mark_unsafe), whatever the webhook; and a request whose data carries
-Ansible's tagged-value keys or nests too deep (reserved_vars.py) is denied, never run.
+in it came from whoever made the request, so it reaches the run as data Ansible never
+templates (project/admission.py), whatever the webhook; and a request whose data carries
+Ansible's tagged-value keys or nests too deep (reserved_vars.py), or that Ansible's loader
+would read otherwise than meant, is denied, never run.
 The webhook's own ``vars`` are the operator author's and stay templated.
 """
 
@@ -13,11 +14,13 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_operator.project import params, reserved_vars
+from ansible_operator.project import admission, ansible_view, reserved_vars
+from ansible_operator.project.admission import RunVariables
+from ansible_operator.project.ansible_view import ExtraVars
 from ansible_operator.project.webhook_entries import Webhook
 
 REVIEW_API_VERSION = "admission.k8s.io/v1"
@@ -92,7 +95,11 @@ def parse_review(body: bytes) -> AdmissionRequest:
     refused = tuple(
         refusal
         for name, value in fields.items()
-        for refusal in reserved_vars.data_refusals(value, name)
+        for refusal in reserved_vars.data_refusals(
+            # The objects' managedFields, as the reconciler does: depth counted once.
+            reserved_vars.without_managed_fields(value) if isinstance(value, Mapping) else value,
+            name,
+        )
     )
     return AdmissionRequest(
         uid=uid,
@@ -111,8 +118,14 @@ def parse_review(body: bytes) -> AdmissionRequest:
     )
 
 
-def admission_vars(request: AdmissionRequest, webhook: Webhook) -> dict[str, Any]:
-    """The extra vars of the run that answers `request` (RefusedData if it has refusals)."""
+def admission_vars(
+    request: AdmissionRequest,
+    webhook: Webhook,
+    read_back: Callable[[dict[str, Any]], ExtraVars] = ansible_view.read_exactly,
+) -> RunVariables:
+    """The variables of the run that answers `request` (RefusedData if it has refusals,
+    or if Ansible would read them otherwise than meant: project/admission.py). Reads
+    YAML with Ansible's loader: off the event loop."""
     if request.refused:
         raise reserved_vars.RefusedData(list(request.refused))
     from_cluster = {
@@ -133,9 +146,7 @@ def admission_vars(request: AdmissionRequest, webhook: Webhook) -> dict[str, Any
         },
         "ansible_operator_meta": {"name": request.name, "namespace": request.namespace},
     }
-    extravars: dict[str, Any] = params.mark_unsafe(from_cluster)
-    extravars.update(copy.deepcopy(webhook.vars))
-    return extravars
+    return admission.admit_data(from_cluster, webhook.vars, read_back=read_back)
 
 
 def review_answer(response: Mapping[str, Any]) -> dict[str, Any]:

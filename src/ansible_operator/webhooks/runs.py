@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ansible_operator.kube.types import Owner
+from ansible_operator.project.admission import RunVariables
 from ansible_operator.project.webhook_entries import Webhook
 from ansible_operator.runner import priority
 from ansible_operator.runner.host import RunnerHost
@@ -30,7 +31,7 @@ from ansible_operator.settings import Settings
 from ansible_operator.values.durations import format_duration
 from ansible_operator.webhooks.admission_limits import FairSlots
 from ansible_operator.webhooks.answer import Answer, RunOutcome, answer_from_event
-from ansible_operator.webhooks.review import AdmissionRequest, admission_vars
+from ansible_operator.webhooks.review import AdmissionRequest
 
 log = logging.getLogger("ansible_operator.webhooks")
 
@@ -74,12 +75,14 @@ class AdmissionRunner:
         self.slots = slots
         self._background: set[asyncio.Future[Any]] = set()
 
-    async def run(self, webhook: Webhook, request: AdmissionRequest, peer: str) -> RunOutcome:
-        """The outcome of a run for `request` from the client at `peer`; SlotsBusy (nothing
-        started) when that client, or every client, already waits for as many runs as
-        may wait."""
+    async def run(
+        self, webhook: Webhook, request: AdmissionRequest, variables: RunVariables, peer: str
+    ) -> RunOutcome:
+        """The outcome of a run for `request` (with `variables`, review.admission_vars)
+        from the client at `peer`; SlotsBusy (nothing started) when that client, or
+        every client, already waits for as many runs as may wait."""
         budget = answer_budget(webhook)
-        plan = self.plan(webhook, request, budget)
+        plan = self.plan(webhook, request, variables, budget)
         progress = Progress()
         ticket = self.slots.reserve(peer)
 
@@ -111,7 +114,13 @@ class AdmissionRunner:
             ident=plan.ident,
         )
 
-    def plan(self, webhook: Webhook, request: AdmissionRequest, budget: float) -> RunPlan:
+    def plan(
+        self,
+        webhook: Webhook,
+        request: AdmissionRequest,
+        variables: RunVariables,
+        budget: float,
+    ) -> RunPlan:
         options = self.options
         return RunPlan(
             ident=new_ident(),
@@ -120,7 +129,8 @@ class AdmissionRunner:
             subject=Path("webhooks", webhook.name),
             role=webhook.role,
             playbook=webhook.playbook,
-            extravars=admission_vars(request, webhook),
+            extravars=variables.author,
+            cluster_vars=variables.cluster,
             verbosity=options.ansible.verbosity,
             timeout=budget + KILL_AFTER,
             keep_artifacts=webhook.max_runner_artifacts,

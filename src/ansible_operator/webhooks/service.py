@@ -20,12 +20,13 @@ import contextlib
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from ansible_operator.kube.client import ApiClient
 from ansible_operator.observability.metrics import Metrics
+from ansible_operator.project.reserved_vars import RefusedData
 from ansible_operator.project.webhook_entries import Webhook
 from ansible_operator.runner.host import RunnerHost
 from ansible_operator.settings import Settings
@@ -37,9 +38,10 @@ from ansible_operator.settings.webhooks import (
 )
 from ansible_operator.webhooks import configurations, tls
 from ansible_operator.webhooks.admission_limits import FairSlots, SlotsBusy
+from ansible_operator.webhooks.admission_log import AdmissionSummary
 from ansible_operator.webhooks.answer import RunOutcome, decide
 from ansible_operator.webhooks.configurations import Endpoint
-from ansible_operator.webhooks.review import AdmissionRequest, review_answer
+from ansible_operator.webhooks.review import AdmissionRequest, admission_vars, review_answer
 from ansible_operator.webhooks.rotation import CertificateRotation, now_utc
 from ansible_operator.webhooks.runs import AdmissionRunner
 from ansible_operator.webhooks.server import WebhookServer
@@ -123,6 +125,8 @@ class WebhookService:
         self._server: WebhookServer | None = None
         self._renewals: asyncio.Task[None] | None = None
         self._remove_on_stop = False
+        self._summary = AdmissionSummary()
+        self._summaries: asyncio.Task[None] | None = None
 
     async def start(self, api: ApiClient) -> None:
         bind = parse_bind_address(self.options.webhooks.bind_address)
@@ -141,8 +145,11 @@ class WebhookService:
         self._api = api
         cap = self.options.webhooks.max_concurrent_runs or 2 * (os.cpu_count() or 1)
         self._runner = AdmissionRunner(options=self.options, host=self.host, slots=FairSlots(cap))
-        self._server = WebhookServer(self.webhooks, self._admit, serving.context, *bind)
+        self._server = WebhookServer(
+            self.webhooks, self._admit, serving.context, *bind, metrics=self.metrics
+        )
         self.bound = await self._server.start()
+        self._summaries = asyncio.create_task(self._summary.run())
         if serving.watched:
             self._renewals = asyncio.create_task(serving.follow_renewals())
         self.endpoint = where.endpoint or Endpoint(url=f"https://{LOOPBACK}:{self.bound[1]}")
@@ -198,6 +205,11 @@ class WebhookService:
         self._renewals = asyncio.create_task(rotation.run())
 
     async def stop(self) -> None:
+        if self._summaries is not None:
+            self._summaries.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._summaries
+            self._summary.flush()
         if self._renewals is not None:
             # First: a rotation would apply the configurations deleted below again.
             self._renewals.cancel()
@@ -224,11 +236,14 @@ class WebhookService:
         when that client may not wait for a run now (answered 429)."""
         assert self._runner is not None
         try:
-            if request.refused:
+            try:
+                variables = await asyncio.to_thread(admission_vars, request, webhook)
+            except RefusedData as refused:
                 # Its data may not reach Ansible: decide() denies it, naming why; no run.
+                request = replace(request, refused=tuple(refused.refusals))
                 outcome = RunOutcome(None)
             else:
-                outcome = await self._runner.run(webhook, request, peer)
+                outcome = await self._runner.run(webhook, request, variables, peer)
         except SlotsBusy:
             raise
         except RecursionError:  # the client's data, not our fault: no traceback
@@ -243,11 +258,23 @@ class WebhookService:
             log.exception(
                 "admission run did not start webhook=%s %s", webhook.name, request.describe()
             )
-            outcome = RunOutcome(None, f"the run could not start: {error}")
+            # Why is for the operator's log, not for whoever sent the request.
+            outcome = RunOutcome(
+                None, f"the webhook's run could not start ({type(error).__name__})"
+            )
         decision = decide(webhook, request, outcome)
         self.metrics.run_duration.labels(
             f"webhook/{webhook.name}", "failed" if outcome.failure else "succeeded"
         ).observe(outcome.duration)
+        verdict = (
+            "policy"
+            if decision.policy_reason is not None
+            else "allowed"
+            if decision.allowed
+            else "denied"
+        )
+        self.metrics.webhook_admissions.labels(webhook.name, verdict).inc()
+        self._summary.record(webhook.name, verdict, patched=decision.patched)
         if decision.policy_reason is not None:
             log.warning(
                 "admission decided by failurePolicy=%s webhook=%s %s allowed=%s reason=%r run=%s",
@@ -259,7 +286,9 @@ class WebhookService:
                 outcome.ident,
             )
         else:
-            log.info(
+            # admission_log.py: a line per allowed request only at debug level.
+            log.log(
+                logging.DEBUG if decision.allowed else logging.INFO,
                 "admission webhook=%s %s allowed=%s patched=%s duration=%.3fs run=%s",
                 webhook.name,
                 request.describe(),
