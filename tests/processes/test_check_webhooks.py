@@ -277,4 +277,5 @@ def test_the_admission_keys_known_to_check_are_those_a_run_gets() -> None:
         role=Path("roles/a"),
         playbook=None,
     )
-    assert set(admission_vars(request, hook)["admission"]) == ADMISSION_KEYS
+    variables = admission_vars(request, hook).merged()
+    assert set(variables["admission"]) == ADMISSION_KEYS
