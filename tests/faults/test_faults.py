@@ -16,6 +16,7 @@ import pytest
 from faultops import (
     GROUP,
     VERSION,
+    Hold,
     StartOperator,
     all_gone,
     converged,
@@ -92,18 +93,22 @@ def test_api_server_stopped_for_10s_mid_run_then_everything_converges(
 
 
 def test_operator_killed_mid_run_then_restarted_converges_and_corrects_drift(
-    start_operator: StartOperator, kube_api: client.ApiClient, kube_namespace: str
+    start_operator: StartOperator,
+    kube_api: client.ApiClient,
+    kube_namespace: str,
+    tmp_path: Path,
 ) -> None:
     first = start_operator()
+    hold = Hold(tmp_path)
     names = [f"k{i}" for i in range(4)]
     for name in names:
-        create(kube_api, kube_namespace, "Work", name, value=name, sleep=4)
-    # Into the pause: the one task a run is in shows in the log alone.
-    first.wait_for_log("task kind=Work .* task='Take a while'", timeout=60)
+        create(kube_api, kube_namespace, "Work", name, value=name, hold=str(hold.path))
+    hold.wait_reached()  # a run is mid-task
     assert first.process is not None
     processes = proctree.tree(first.process.pid)
     first.kill()
     all_gone(processes)  # no run of the dead operator goes on writing
+    hold.release()
 
     second = start_operator(args=[SERVE_METRICS])
     for name in names:
@@ -161,7 +166,6 @@ def test_compacted_watch_history_relists_without_missing_a_change(
         control_plane.wait_ready()
     finally:
         os.kill(operator.process.pid, signal.SIGCONT)
-    operator.wait_for_log("watch expired, relisting", timeout=120)
     obj = converged(kube_api, kube_namespace, "Work", "a")
     assert obj["status"]["value"] == "a2"
     assert owned_output(kube_api, kube_namespace, "a") == "a2"
@@ -173,6 +177,8 @@ def test_compacted_watch_history_relists_without_missing_a_change(
     )
     assert finalizer_runs(kube_api, kube_namespace).get("b") == "1"
     assert converged(kube_api, kube_namespace, "Work", "c")["status"]["value"] == "c1"
+    # What an operator's user reads of it: the history was gone, the watch relisted.
+    assert "watch expired, relisting" in operator.logs
 
 
 def test_a_concurrent_writer_of_spec_and_status_loses_nothing(
@@ -215,13 +221,18 @@ def test_a_concurrent_writer_of_spec_and_status_loses_nothing(
 
 
 def test_deleted_during_a_run_the_finalizer_runs_after_it_once(
-    start_operator: StartOperator, kube_api: client.ApiClient, kube_namespace: str
+    start_operator: StartOperator,
+    kube_api: client.ApiClient,
+    kube_namespace: str,
+    tmp_path: Path,
 ) -> None:
     operator = start_operator()
     count_finalizer_runs(kube_api, kube_namespace)
-    create(kube_api, kube_namespace, "Work", "doomed", value="x", sleep=5)
-    operator.wait_for_log("run started kind=Work namespace=.* name=doomed", timeout=60)
+    hold = Hold(tmp_path)
+    create(kube_api, kube_namespace, "Work", "doomed", value="x", hold=str(hold.path))
+    hold.wait_reached()
     delete(kube_api, kube_namespace, "Work", "doomed")
+    hold.release()
     eventually(
         lambda: get(kube_api, kube_namespace, "Work", "doomed") is None,
         timeout=90,

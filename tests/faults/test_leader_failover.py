@@ -4,8 +4,10 @@ takes over within the lease, the dead leader's runs are gone before it does
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from faultops import GROUP, VERSION, StartOperator, all_gone, converged, create
+from faultops import GROUP, VERSION, Hold, StartOperator, all_gone, converged, create
 from kubernetes import client
 
 from ansible_operator.runner import proctree
@@ -18,7 +20,10 @@ LEASE_SECONDS = 4
 
 
 def test_the_leader_killed_mid_run_is_replaced_and_nothing_is_lost(
-    start_operator: StartOperator, kube_api: client.ApiClient, kube_namespace: str
+    start_operator: StartOperator,
+    kube_api: client.ApiClient,
+    kube_namespace: str,
+    tmp_path: Path,
 ) -> None:
     args = [
         "--leader-elect",
@@ -30,16 +35,18 @@ def test_the_leader_killed_mid_run_is_replaced_and_nothing_is_lost(
         SERVE_METRICS,
     ]
     leader = start_operator(args=args)
-    standby = start_operator(args=args, wait_ready=False)
-    standby.wait_for_log("waiting for leadership")
+    leader.wait_leading()
+    standby = start_operator(args=args)  # ready: standing by
+    hold = Hold(tmp_path)
     names = [f"f{i}" for i in range(3)]
     for name in names:
-        create(kube_api, kube_namespace, "Work", name, value=name, sleep=4)
-    leader.wait_for_log("task kind=Work .* task='Take a while'", timeout=60)
+        create(kube_api, kube_namespace, "Work", name, value=name, hold=str(hold.path))
+    hold.wait_reached()  # the leader is mid-run
     assert leader.process is not None
     processes = proctree.tree(leader.process.pid)
     leader.kill()
     all_gone(processes, timeout=LEASE_SECONDS)  # its runs end before a new leader can exist
+    hold.release()
     leases = client.CoordinationV1Api(kube_api)
     eventually(
         lambda: (

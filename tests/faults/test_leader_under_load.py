@@ -6,7 +6,6 @@ starved event loop (issue 27: "leader election lost" restart loops)."""
 from __future__ import annotations
 
 import os
-import re
 import time
 import urllib.error
 import urllib.request
@@ -29,11 +28,10 @@ PROBE_BOUND = 5.0  # seconds: generous; a kubelet's default probe timeout is 1s
 
 def timed_readyz(operator: OperatorProcess) -> tuple[int, float]:
     """/readyz's status and how long it took to answer."""
-    match = re.search(r"health server listening address=\('[\d.]+', (\d+)\)", operator.logs)
-    assert match, "health server address not logged"
+    port = operator.port("health")
     started = time.monotonic()
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{match.group(1)}/readyz", timeout=30) as r:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=30) as r:
             status = r.status
     except urllib.error.HTTPError as error:
         status = error.code
@@ -58,6 +56,7 @@ def test_the_leader_keeps_its_lease_while_runs_saturate_the_cpu(
             SERVE_METRICS,
         ]
     )
+    leader.wait_leading()
     leases = client.CoordinationV1Api(kube_api)
     before = leases.read_namespaced_lease(lease_id, kube_namespace).spec
     assert before.holder_identity == leader.lease_identity()

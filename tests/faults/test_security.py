@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from faultops import StartOperator, converged, create, failed
+from faultops import Hold, StartOperator, converged, create, failed
 from kubernetes import client
 
 from ansible_operator.cluster import LocalControlPlane
@@ -22,7 +22,7 @@ from ansible_operator.testing.waiting import eventually, wait_for_condition
 
 pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]
-SECRET_FILES = ("kubeconfig", "env/extravars", "env/envvars")
+SECRET_FILES = ("kubeconfig", "env/extravars", "env/cluster_vars", "env/envvars")
 
 
 def test_run_files_with_credentials_are_private_and_removed_after_the_run(
@@ -32,9 +32,10 @@ def test_run_files_with_credentials_are_private_and_removed_after_the_run(
     tmp_path: Path,
 ) -> None:
     runs = tmp_path / "runs"
-    operator = start_operator(args=[f"--runner-dir={runs}"])
-    create(kube_api, kube_namespace, "Work", "private", value="p", sleep=4)
-    operator.wait_for_log("task kind=Work .* name=private task='Take a while'", timeout=60)
+    start_operator(args=[f"--runner-dir={runs}"])
+    hold = Hold(tmp_path)
+    create(kube_api, kube_namespace, "Work", "private", value="p", hold=str(hold.path))
+    hold.wait_reached()
     run_dir = runs / "faults.ansible-operator.io" / "v1alpha1" / "Work" / kube_namespace / "private"
     # The run's inputs are in a directory of its own, with a name that cannot
     # be guessed, in a directory its owner may not list (the test may).
@@ -47,6 +48,7 @@ def test_run_files_with_credentials_are_private_and_removed_after_the_run(
         assert mode == 0o600, f"{name} is {oct(mode)}"
     for directory in (inputs, inputs / "env", run_dir, run_dir.parent):
         assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
+    hold.release()
     converged(kube_api, kube_namespace, "Work", "private")
     for name in SECRET_FILES:
         assert not (inputs / name).exists(), f"{name} outlived the run"
@@ -73,9 +75,11 @@ def test_no_log_values_and_secret_data_never_reach_logs_or_events(
         secret_name="creds",
         fail_loudly=True,
     )
+    # The run's log lines come before the status it ends with: its Failure means the
+    # log holds the whole run.
     failure = failed(kube_api, kube_namespace, "Secretive", "keeper")
     assert "no_log" in failure["message"]  # Ansible's own "output has been hidden"
-    operator.wait_for_log("name=keeper task='Fail with the password", timeout=30)
+    assert "name=keeper task='Fail with the password" in operator.logs
     encoded = base64.b64encode(token.encode()).decode()
     events = " ".join(e.message or "" for e in events_for(kube_api, kube_namespace, "keeper"))
     for leaked in (password, token, encoded):

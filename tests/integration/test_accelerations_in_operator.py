@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from kubernetes import client
 from ansible_operator.cluster import Cluster
 from ansible_operator.runner.warm.accelerations import names
 from ansible_operator.testing.operator import OperatorProcess
+from ansible_operator.testing.waiting import eventually
 
 pytestmark = pytest.mark.cluster
 
@@ -49,18 +49,20 @@ def metric(text: str, name: str, acceleration: str) -> float:
 def test_accelerations_are_logged_at_start_and_exposed_with_their_use(
     operator: OperatorProcess, kube_api: client.ApiClient, kube_namespace: str
 ) -> None:
-    on = operator.wait_for_log(r"warm runner ready pid=\d+ accelerations on: (.*)").group(1)
-    assert set(on.split(", ")) == set(names()) - {"pty-close-without-delay"}
-    operator.wait_for_log(
-        r"warm runner acceleration pty-close-without-delay off, stock behaviour: "
-        r"switched off \(--disable-acceleration\)"
-    )
+    enabled = "ansible_operator_acceleration_enabled"
+    # Exposed once the warm runner is ready, with each acceleration's verdict.
+    eventually(lambda: enabled in operator.exposition(), timeout=60, what="the warm runner ready")
+    # What the operator's user reads at start: which are on, and why one is off.
+    on = re.search(r"warm runner ready pid=\d+ accelerations on: (.*)", operator.logs)
+    assert on is not None
+    assert set(on.group(1).split(", ")) == set(names()) - {"pty-close-without-delay"}
+    assert (
+        "warm runner acceleration pty-close-without-delay off, stock behaviour: "
+        "switched off (--disable-acceleration)"
+    ) in operator.logs
     create(kube_api, kube_namespace, greeting("accelerated", message="hi"))
     wait_successful(kube_api, kube_namespace, "accelerated")
-    port = operator.wait_for_log(r"metrics server listening address=\('[\d.]+', (\d+)\)").group(1)
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
-        text = response.read().decode()
-    enabled = "ansible_operator_acceleration_enabled"
+    text = operator.exposition()
     hits = "ansible_operator_acceleration_hits_total"
     assert metric(text, enabled, "pty-close-without-delay") == 0
     assert metric(text, hits, "pty-close-without-delay") == 0

@@ -54,8 +54,9 @@ def test_only_the_leader_reconciles_and_the_other_takes_over_when_it_dies(
         env=env,
     )
     try:
-        second.start(wait_ready=False)
-        second.wait_for_log("waiting for leadership")
+        first.wait_leading()
+        second.start()  # ready: it stands by
+        assert second.metric("leader_election_master_status") == 0
         custom = client.CustomObjectsApi(kube_api)
         custom.create_namespaced_custom_object(
             GROUP,

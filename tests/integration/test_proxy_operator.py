@@ -13,7 +13,7 @@ from kubernetes import client
 from stacks import GROUP, VERSION, deployment, reconciled, stack
 
 from ansible_operator.cluster import Cluster
-from ansible_operator.testing.operator import OperatorProcess
+from ansible_operator.testing.operator import SERVE_METRICS, OperatorProcess
 from ansible_operator.testing.waiting import eventually, get_custom
 
 pytestmark = pytest.mark.cluster
@@ -205,9 +205,16 @@ def test_dependent_watch_comes_back_after_an_operator_restart(
         kube_cluster.kubeconfig,
         log_path=tmp_path / "second.log",
         env=env,
+        args=[SERVE_METRICS],
     ).start()
     try:
-        second.wait_for_log("watching dependents kind=Deployment")
+        # It watches the dependents that exist again (its cache holds the Deployment).
+        eventually(
+            lambda: (
+                second.metric("ansible_operator_cache_objects", informer="apps/v1/deployments") >= 1
+            ),
+            what="the Deployments watched again",
+        )
         client.AppsV1Api(kube_api).patch_namespaced_deployment(
             "phoenix", kube_namespace, {"spec": {"replicas": 9}}
         )

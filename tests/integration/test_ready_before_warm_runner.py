@@ -69,9 +69,12 @@ def test_ready_and_reconciling_before_the_warm_runner_is(
             lambda: operator.metric("resource_created_at_seconds", name="early") > 0,
             what="the reconcile of the object created",
         )
-        assert "warm runner ready" not in operator.logs
+        assert operator.metric("ansible_operator_warm_runner_pid") == 0  # none ready yet
         release.touch()
-        operator.wait_for_log(r"warm runner ready pid=\d+")
+        eventually(
+            lambda: operator.metric("ansible_operator_warm_runner_pid") > 0,
+            what="the warm runner ready",
+        )
         wait_successful(kube_api, kube_namespace, "early")
         used = operator.metric(
             "ansible_operator_acceleration_hits_total", acceleration="playbook-in-fork"

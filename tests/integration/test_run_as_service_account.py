@@ -111,7 +111,8 @@ def test_a_local_run_as_the_service_account_fails_saying_what_to_allow_and_where
     try:
         operator.start(timeout=120)
         groups = f"system:serviceaccounts,system:serviceaccounts:{kube_namespace}"
-        operator.wait_for_log(rf"acting as user={identity} groups={groups},system:authenticated")
+        # Said at start, before it was ready: what the operator's user reads.
+        assert f"acting as user={identity} groups={groups},system:authenticated" in operator.logs
         webapp = {"apiVersion": f"{GROUP}/{VERSION}", "kind": KIND, "metadata": {"name": "web"}}
         client.CustomObjectsApi(kube_api).create_namespaced_custom_object(
             GROUP, VERSION, kube_namespace, PLURAL, webapp | {"spec": {}}

@@ -7,6 +7,7 @@ ansible-core; the attack is a real SIGKILL."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -37,18 +38,25 @@ def test_a_killed_warm_runner_is_replaced_and_runs_stay_warm(
     try:
         create(kube_api, kube_namespace, greeting("before", message="hi"))
         wait_successful(kube_api, kube_namespace, "before")
-        first = int(operator.wait_for_log(r"warm runner ready pid=(\d+)").group(1))
+        first = int(operator.metric("ansible_operator_warm_runner_pid"))
+        assert first > 0
         hits_before = _warm_hits(operator)
         assert hits_before > 0, "the first run did not use the warm runner"
 
         os.kill(first, signal.SIGKILL)
-        gone = operator.wait_for_log(
-            rf"the warm runner exited pid={first} \(killed by SIGKILL\).*starting another"
-        )
-        second = int(
-            operator.wait_for_log(r"warm runner ready pid=(\d+)", after=gone.end()).group(1)
+        second = eventually(
+            lambda: (
+                int(operator.metric("ansible_operator_warm_runner_pid")) not in (0, first)
+                and int(operator.metric("ansible_operator_warm_runner_pid"))
+            ),
+            what="another warm runner ready",
         )
         assert second != first
+        # What the operator's user reads of it.
+        assert re.search(
+            rf"the warm runner exited pid={first} \(killed by SIGKILL\).*starting another",
+            operator.logs,
+        )
         eventually(lambda: not _zombie_of(first, operator), what="the dead warm runner reaped")
 
         create(kube_api, kube_namespace, greeting("after", message="hello"))

@@ -102,10 +102,10 @@ def warning_messages(api: client.ApiClient, namespace: str, name: str) -> str:
 
 
 # ----- processes ----------------------------------------------------------------
-def unique_sleep() -> str:
-    """A `sleep` duration no other process on the machine has: it names the
-    process a role leaves behind."""
-    return f"1000.{random.randrange(10**8, 10**9)}"
+def unique_sleep(seconds: int = 1000) -> str:
+    """A `sleep` duration of about `seconds` no other process on the machine has: it
+    names the process a role runs or leaves behind."""
+    return f"{seconds}.{random.randrange(10**8, 10**9)}"
 
 
 def sleeping(duration: str) -> list[int]:

@@ -6,6 +6,7 @@ In both runner modes."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -24,7 +25,7 @@ from attack_operator import (
 from kubernetes import client
 
 from ansible_operator.cluster import Cluster
-from ansible_operator.testing.operator import OperatorProcess
+from ansible_operator.testing.operator import SERVE_METRICS, OperatorProcess
 from ansible_operator.testing.waiting import eventually
 
 pytestmark = pytest.mark.cluster
@@ -43,10 +44,15 @@ def operator(
         kube_cluster,
         scratch / "operator.log",
         mode=request.param,
-        args=["--graceful-shutdown-timeout=1s"],
+        args=["--graceful-shutdown-timeout=1s", SERVE_METRICS],
     )
     yield process
     process.stop()
+
+
+def cancelled(operator: OperatorProcess) -> float:
+    """Reconciles whose run was stopped, as the operator counts them."""
+    return operator.metric("ansible_operator_reconcile_result_total", result="cancelled")
 
 
 def create_holding(
@@ -71,26 +77,32 @@ def create_holding(
 def test_deleting_an_object_kills_its_run_in_flight(
     operator: OperatorProcess, kube_api: client.ApiClient, kube_namespace: str
 ) -> None:
+    before = cancelled(operator)
     marker, hold = create_holding(kube_api, kube_namespace, "doomed")
     delete(kube_api, kube_namespace, "Escape", "doomed")
     wait_gone(hold, timeout=60)
     wait_gone(marker, timeout=60)
-    operator.wait_for_log(
+    eventually(lambda: cancelled(operator) > before, what="the run counted as cancelled")
+    assert re.search(  # what the operator's user reads of it
         rf"run cancelled kind=Escape namespace={kube_namespace} name=doomed run=\S+ "
-        r"reason='the object was deleted'"
+        r"reason='the object was deleted'",
+        operator.logs,
     )
 
 
 def test_a_deletion_held_by_another_finalizer_kills_the_run_and_writes_nothing(
     operator: OperatorProcess, kube_api: client.ApiClient, kube_namespace: str
 ) -> None:
+    before = cancelled(operator)
     marker, hold = create_holding(kube_api, kube_namespace, "held", finalizers=[SOMEONE_ELSES])
     delete(kube_api, kube_namespace, "Escape", "held")
     wait_gone(hold, timeout=60)
     wait_gone(marker, timeout=60)
-    operator.wait_for_log(
+    eventually(lambda: cancelled(operator) > before, what="the run counted as cancelled")
+    assert re.search(
         rf"run cancelled kind=Escape namespace={kube_namespace} name=held run=\S+ "
-        r"reason='the object is being deleted and has no finalizer of this operator to run'"
+        r"reason='the object is being deleted and has no finalizer of this operator to run'",
+        operator.logs,
     )
     remaining = get(kube_api, kube_namespace, "Escape", "held")
     assert remaining is not None and remaining["metadata"].get("deletionTimestamp")

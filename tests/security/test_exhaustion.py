@@ -12,7 +12,6 @@ and the attack opens more connections than that to each server.
 from __future__ import annotations
 
 import contextlib
-import re
 import socket
 import time
 from collections.abc import Iterator
@@ -77,12 +76,7 @@ def operator(
 def test_slow_half_sent_requests_stop_neither_runs_nor_health_nor_flood_the_log(
     operator: OperatorProcess, kube_api: client.ApiClient, kube_namespace: str
 ) -> None:
-    match = re.search(r"api proxy listening address=127\.0\.0\.1:(\d+)", operator.logs)
-    assert match, operator.logs[-2000:]
-    proxy_port = int(match.group(1))
-    health = re.search(r"health server listening address=\('[\d.]+', (\d+)\)", operator.logs)
-    assert health, operator.logs[-2000:]
-    health_port = int(health.group(1))
+    proxy_port, health_port = operator.port("proxy"), operator.port("health")
 
     attack_began = time.monotonic()
     with (

@@ -33,11 +33,6 @@ pytestmark = pytest.mark.cluster
 FAULT_OPERATOR = Path(__file__).resolve().parents[1] / "faults" / "operator"
 ANSWER_WITHIN = 30.0  # seconds, for a server's answer on a busy machine
 GOOD_PATHS = {"health": "/healthz", "metrics": "/metrics", "proxy": "/version"}
-LISTENING = {
-    "health": r"health server listening address=\('[\d.]+', (\d+)\)",
-    "metrics": r"metrics server listening address=\('[\d.]+', (\d+)\)",
-    "proxy": r"api proxy listening address=127\.0\.0\.1:(\d+)",
-}
 NOT_GZIP = b'{"not": "gzip"}'
 
 # Each a request that would be answered, but for one defect; {path} is a path
@@ -139,7 +134,7 @@ def operator(
 def test_malformed_requests_get_a_4xx_and_leave_no_traceback(
     operator: OperatorProcess, server: str
 ) -> None:
-    port = int(operator.wait_for_log(LISTENING[server]).group(1))
+    port = operator.port(server)
     path = GOOD_PATHS[server].encode()
     log_before = len(operator.logs)
 

@@ -25,6 +25,7 @@ from attack_operator import OPERATOR, condition, create, delete, start
 from kubernetes import client
 
 from ansible_operator.cluster import Cluster
+from ansible_operator.manager.bound_addresses import read_bound_addresses
 from ansible_operator.testing.manifests import apply_manifests
 from ansible_operator.testing.operator import OperatorProcess
 from ansible_operator.testing.waiting import eventually
@@ -54,8 +55,7 @@ def secured(
 
 
 def listening_port(process: OperatorProcess) -> int:
-    match = process.wait_for_log(r"metrics server listening address=\('([\d.]+)', (\d+)\)")
-    return int(match.group(2))
+    return process.port("metrics")
 
 
 def fetch(url: str, token: str | None = None) -> tuple[int, str]:
@@ -198,7 +198,7 @@ def test_unsecured_metrics_listen_on_loopback_only_by_default(
     address = outside_address()
     if address is None:
         pytest.skip("this host has no address but loopback")
-    log = tmp_path / "operator.log"
+    log, addresses = tmp_path / "operator.log", tmp_path / "addresses.json"
     command = [
         sys.executable,
         "-m",
@@ -207,6 +207,7 @@ def test_unsecured_metrics_listen_on_loopback_only_by_default(
         f"--watches-file={OPERATOR / 'watches.yaml'}",
         "--health-probe-bind-address=127.0.0.1:0",
         "--proxy-port=0",
+        f"--bound-addresses-file={addresses}",
     ]  # and no metrics flag: the defaults
     env = {**os.environ, "KUBECONFIG": str(kube_cluster.kubeconfig)}
     env["WATCH_NAMESPACE"] = kube_namespace
@@ -220,15 +221,13 @@ def test_unsecured_metrics_listen_on_loopback_only_by_default(
             start_new_session=True,
         )
     try:
-        listening = eventually(
-            lambda: re.search(
-                r"metrics server listening address=\('([\d.]+)', (\d+)\)", log.read_text()
-            ),
-            what="the metrics server listening",
+        bound = eventually(
+            lambda: read_bound_addresses(addresses),
+            what="the servers listening",
             describe=lambda: log.read_text()[-3000:],
         )
-        assert listening.group(1) == "127.0.0.1"
-        port = int(listening.group(2))
+        host, port = bound["metrics"]
+        assert host == "127.0.0.1"
         assert fetch(f"http://127.0.0.1:{port}/metrics")[0] == 200
         with pytest.raises(OSError):  # refused: nothing listens there
             socket.create_connection((address, port), timeout=5).close()

@@ -101,11 +101,11 @@ def test_a_process_a_role_leaves_behind_ends_at_the_operators_shutdown(
         args=["--graceful-shutdown-timeout=1s"],
         watches=watches,
     )
-    marker = unique_sleep()
+    marker, hold = unique_sleep(), unique_sleep(600)
     try:
-        create(kube_api, kube_namespace, "HeldEscape", "held", marker=marker, hold=600)
+        create(kube_api, kube_namespace, "HeldEscape", "held", marker=marker, hold=hold)
         eventually(lambda: sleeping(marker), what=f"the role's `sleep {marker}` running")
-        process.wait_for_log(rf"namespace={kube_namespace} name=held task='Hold'")
+        eventually(lambda: sleeping(hold), what="the run at its task 'Hold'")
     finally:
         process.stop()  # SIGTERM while the run holds
     wait_gone(marker)
@@ -114,9 +114,10 @@ def test_a_process_a_role_leaves_behind_ends_at_the_operators_shutdown(
 def test_a_run_cannot_find_another_runs_kubeconfig(
     operator: tuple[OperatorProcess, Path], kube_api: client.ApiClient, kube_namespace: str
 ) -> None:
-    process, runs = operator
-    create(kube_api, kube_namespace, "Thief", "victim", hold=30)
-    process.wait_for_log(rf"namespace={kube_namespace} name=victim task='Hold'")
+    _process, runs = operator
+    hold = unique_sleep(30)
+    create(kube_api, kube_namespace, "Thief", "victim", hold=hold)
+    eventually(lambda: sleeping(hold), what="the victim's run at its task 'Hold'")
     # While the victim's run holds its kubeconfig, the thief looks for it
     # where the layout of run directories would put it.
     create(kube_api, kube_namespace, "Thief", "thief", victim="victim")

@@ -147,6 +147,7 @@ class Controller:
         try:
             return await self.reconciler.reconcile(key)
         except RunStopped as stopped:
+            self.metrics.reconcile_result.labels(self.name, "cancelled").inc()
             log.info(
                 "run cancelled kind=%s namespace=%s name=%s run=%s reason=%r",
                 self.kind,

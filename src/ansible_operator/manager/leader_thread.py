@@ -12,8 +12,6 @@ duration).
 from __future__ import annotations
 
 import asyncio
-import socket
-import uuid
 from collections.abc import Callable
 
 import aiohttp
@@ -21,7 +19,7 @@ import aiohttp
 from ansible_operator.kube.client import ApiClient
 from ansible_operator.kube.config import KubeConfig
 from ansible_operator.kube.lease_thread import LeaseThread, exit_at_once
-from ansible_operator.manager.leader import LeaderElector
+from ansible_operator.manager.leader import LeaderElector, candidate_identity
 
 
 class LeaderElectionThread(LeaseThread):
@@ -51,7 +49,7 @@ class LeaderElectionThread(LeaseThread):
         self.name = name
         self.namespace = namespace
         self.retry_period = retry_period
-        self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+        self.identity = identity or candidate_identity()
         self._acquired: asyncio.Future[None] | None = None
         self._release_on_stop = False
 

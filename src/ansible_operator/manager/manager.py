@@ -39,6 +39,10 @@ from ansible_operator.kube.namespace_selection import SelectedNamespaces
 from ansible_operator.kube.types import Resource
 from ansible_operator.lint.assigned_vars import assigned_places
 from ansible_operator.manager.api_health import ApiServerHealth
+from ansible_operator.manager.bound_addresses import (
+    remove_bound_addresses,
+    write_bound_addresses,
+)
 from ansible_operator.manager.dependents import DependentWatches
 from ansible_operator.manager.leader_thread import LeaderElectionThread
 from ansible_operator.manager.metrics_auth import (
@@ -129,6 +133,15 @@ class Manager:
         self._sites.append(runner)
         self.bound[name] = site.bound  # the bound port, for ':0'
         log.info("%s server listening address=%s", name, self.bound.get(name, bind))
+
+    def _bound_addresses(self) -> dict[str, tuple[str, int]]:
+        """Where each server of this process listens (bound_addresses.py)."""
+        addresses = dict(self.bound)
+        if self.proxy is not None and self.proxy.bound_port is not None:
+            addresses["proxy"] = ("127.0.0.1", self.proxy.bound_port)
+        if self.webhook_service is not None and self.webhook_service.bound is not None:
+            addresses["webhook"] = self.webhook_service.bound
+        return addresses
 
     def _health_app(self) -> web.Application:
         # controller-runtime's meanings: /healthz liveness (fails: restart me),
@@ -264,6 +277,10 @@ class Manager:
                 await host.start()
                 if self.webhooks:
                     await self._start_webhooks(api, scratch, host)
+                if self.options.health.bound_addresses_file is not None:
+                    write_bound_addresses(
+                        self.options.health.bound_addresses_file, self._bound_addresses()
+                    )
                 if self.options.leader_election.enabled:
                     # On a thread of its own: renewal never waits for this loop.
                     elector = LeaderElectionThread(
@@ -275,16 +292,18 @@ class Manager:
                         renew_deadline=self.options.leader_election.renew_deadline,
                         retry_period=self.options.leader_election.retry_period,
                     )
+                    leading = self.metrics.leader.labels(self.options.leader_election.id)
+                    leading.set(0)
                     acquiring = asyncio.create_task(elector.acquire())
                     stop_wait = asyncio.create_task(self.stopping.wait())
                     self.standing_by = True
                     await asyncio.wait({acquiring, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
-                    self.standing_by = False
                     stop_wait.cancel()
                     if not acquiring.done():
                         acquiring.cancel()
                         return 0
                     acquiring.result()
+                    leading.set(1)
                 if isinstance(self.scope, ShardedScope):
                     # On a thread of its own, as leader election: renewal never
                     # waits for this loop.
@@ -299,6 +318,8 @@ class Manager:
                 )
                 await self._start_controllers(shared)
                 self.ready = True
+                # Only now: a new leader stays ready while its controllers start.
+                self.standing_by = False
                 log.info(
                     "operator started watches=%d namespaces=%s",
                     len(self.watches),
@@ -317,12 +338,15 @@ class Manager:
                 )
                 await self._shutdown(0.0 if lost else self.options.runs.graceful_shutdown_timeout)
                 if elector is not None:
+                    self.metrics.leader.labels(self.options.leader_election.id).set(0)
                     await elector.release()
                 if self.ring is not None:
                     await self.ring.leave()  # after the runs ended: hand over at once
                 return 1 if lost else 0
         finally:
             watchdog.stop()
+            if self.options.health.bound_addresses_file is not None:
+                remove_bound_addresses(self.options.health.bound_addresses_file)
             await admission.stop()
             if self.webhook_service is not None:
                 await self.webhook_service.stop()

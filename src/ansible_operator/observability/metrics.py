@@ -110,6 +110,18 @@ class Metrics:
             "(killed, out of memory, crashed)",
             registry=r,
         )
+        self.warm_runner_pid = Gauge(
+            "ansible_operator_warm_runner_pid",
+            "Process id of the warm runner serving runs now (0: none ready, or reference mode)",
+            registry=r,
+        )
+        # controller-runtime's name and meaning, so that dashboards and alerts carry over.
+        self.leader = Gauge(
+            "leader_election_master_status",
+            "1 while this replica holds the leader Lease (--leader-elect), else 0",
+            ["name"],
+            registry=r,
+        )
         # Admission webhooks (webhooks/): one count per decision and per request refused
         # before any decision, as controller-runtime's webhook_requests_total.
         self.webhook_admissions = Counter(

@@ -55,7 +55,13 @@ class WatchAdmission:
         if self._names is None:
             self.start()
             assert self._reading is not None
-            self._names = await asyncio.shield(self._reading)
+            reading = self._reading
+            try:
+                self._names = await asyncio.shield(reading)
+            except RuntimeError:
+                if self._reading is reading:
+                    self._reading = None  # the next admission asks again
+                raise
         return self._names
 
     async def rules(self, watch: Watch, *, deleting: bool) -> ObjectRules:

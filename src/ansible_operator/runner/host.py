@@ -181,6 +181,7 @@ class RunnerHost:
             # Slower, never broken: runs start ansible-runner afresh, as Operator SDK's do.
             warm_log.error("%s: running in reference mode instead", error)
             return None
+        self.metrics.warm_runner_pid.set(warm.process.pid)
         before = self._hits_before
         self.metrics.track_accelerations(
             {name: verdict.on for name, verdict in warm.accelerations.items()},
@@ -189,6 +190,7 @@ class RunnerHost:
         return warm
 
     def _warm_runner_replaced(self, gone: WarmProcesses) -> None:
+        self.metrics.warm_runner_pid.set(0)
         self.metrics.warm_runner_restarts.inc()
         self._hits_before = added(self._hits_before, gone.hits())
 

@@ -59,6 +59,16 @@ class HealthSettings:
         default=":6789",
         metadata=setting("--health-probe-bind-address", help="health probe address ('0' disables)"),
     )
+    bound_addresses_file: Path | None = field(
+        default=None,
+        metadata=setting(
+            "--bound-addresses-file",
+            parse=Path,
+            metavar="FILE",
+            help="once the operator's servers listen, write the addresses they bound (health, "
+            "metrics, proxy, webhook) to FILE as JSON: where ':0' ports ended up",
+        ),
+    )
     api_server_ready_grace: float = field(  # 0: never fails /readyz
         default=DEFAULT_API_SERVER_READY_GRACE,
         metadata=setting(

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import resource
 import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 
+from ansible_operator.manager.bound_addresses import read_bound_addresses
 from ansible_operator.testing.metrics import metric_value, scrape
 
 # In `args`, so that `OperatorProcess.metric` has an endpoint to read.
@@ -22,8 +24,10 @@ SERVE_METRICS = "--metrics-bind-address=127.0.0.1:0"
 class OperatorProcess:
     """`ansible-operator run` over a watches file, logging to a file.
 
-    Its processes die with the test process (a new session, killed on stop),
-    so an interrupted test run leaves no operator behind.
+    What a test waits on is what the operator exposes: where its servers listen
+    (`--bound-addresses-file`), `/readyz`, its metrics, its Lease; never a line of
+    its log. Its processes die with the test process (a new session, killed on
+    stop), so an interrupted test run leaves no operator behind.
     """
 
     def __init__(
@@ -45,11 +49,18 @@ class OperatorProcess:
         self.cwd = cwd or watches_file.parent
         self.open_files = open_files  # (soft, hard) RLIMIT_NOFILE of the operator
         self.process: subprocess.Popen[bytes] | None = None
-        self.health_port: int | None = None
+        self.addresses_file = log_path.with_name(f"{log_path.stem}.addresses.json")
+        # Its Lease holder identity (leader election and the shard ring read POD_NAME).
+        self.identity = self.env.get("POD_NAME") or f"operator-{uuid.uuid4().hex[:10]}"
+        self._addresses: dict[str, tuple[str, int]] | None = None
 
     def start(self, *, wait_ready: bool = True, timeout: float = 60.0) -> OperatorProcess:
+        """Start it; with `wait_ready`, return once `/readyz` answers 200 (its
+        controllers run, or, under leader election, it stands by)."""
         env = dict(os.environ)
-        env.update(KUBECONFIG=str(self.kubeconfig), ANSIBLE_GATHERING="explicit")
+        env.update(
+            KUBECONFIG=str(self.kubeconfig), ANSIBLE_GATHERING="explicit", POD_NAME=self.identity
+        )
         env.update(self.env)
         command = [
             sys.executable,
@@ -60,9 +71,12 @@ class OperatorProcess:
             "--health-probe-bind-address=127.0.0.1:0",
             "--metrics-bind-address=0",
             "--proxy-port=0",
+            f"--bound-addresses-file={self.addresses_file}",
             *self.args,
         ]
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.addresses_file.unlink(missing_ok=True)
+        self._addresses = None
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 command,
@@ -75,7 +89,7 @@ class OperatorProcess:
                 preexec_fn=self._limit_open_files if self.open_files else None,
             )
         if wait_ready:
-            self.wait_for_log(r"operator started", timeout=timeout)
+            self.wait_ready(timeout=timeout)
         return self
 
     def _limit_open_files(self) -> None:
@@ -89,47 +103,75 @@ class OperatorProcess:
         except FileNotFoundError:
             return ""
 
-    def wait_for_log(self, pattern: str, *, timeout: float = 60.0, after: int = 0) -> re.Match[str]:
+    def _alive(self, waiting_for: str) -> None:
+        if self.process is not None and self.process.poll() is not None:
+            raise AssertionError(
+                f"operator exited with {self.process.returncode} before {waiting_for}; "
+                f"log:\n{self.logs[-4000:]}"
+            )
+
+    def addresses(self, timeout: float = 60.0) -> dict[str, tuple[str, int]]:
+        """Where its servers listen (`health`, `metrics`, `proxy`, `webhook`), once they do."""
         deadline = time.monotonic() + timeout
-        compiled = re.compile(pattern)
-        while time.monotonic() < deadline:
-            match = compiled.search(self.logs, after)
-            if match:
-                return match
-            if self.process is not None and self.process.poll() is not None:
+        while self._addresses is None:
+            self._addresses = read_bound_addresses(self.addresses_file)
+            if self._addresses is not None:
+                break
+            self._alive("its servers listened")
+            if time.monotonic() > deadline:
                 raise AssertionError(
-                    f"operator exited with {self.process.returncode} before logging "
-                    f"{pattern!r}; log:\n{self.logs[-4000:]}"
+                    f"the operator's servers did not listen in {timeout}s; "
+                    f"log:\n{self.logs[-4000:]}"
                 )
-            time.sleep(0.1)
-        raise AssertionError(
-            f"operator did not log {pattern!r} in {timeout}s; log:\n{self.logs[-4000:]}"
-        )
+            time.sleep(0.05)
+        return self._addresses
+
+    def port(self, server: str, timeout: float = 60.0) -> int:
+        """The port `server` (`health`, `metrics`, `proxy`, `webhook`) listens on."""
+        addresses = self.addresses(timeout)
+        if server not in addresses:
+            raise AssertionError(f"no {server} server: it serves {sorted(addresses)}")
+        return addresses[server][1]
 
     def health(self, path: str = "/readyz") -> int:
-        match = re.search(r"health server listening address=\('[\d.]+', (\d+)\)", self.logs)
-        if not match:
-            raise AssertionError("health server address not logged")
+        url = f"http://127.0.0.1:{self.port('health')}{path}"
         try:
-            with urllib.request.urlopen(
-                f"http://127.0.0.1:{match.group(1)}{path}", timeout=2
-            ) as response:
+            with urllib.request.urlopen(url, timeout=2) as response:
                 return response.status
         except urllib.error.HTTPError as error:
             return error.code
 
-    def lease_identity(self, timeout: float = 60.0) -> str:
-        """The identity this replica campaigns for the leader Lease under (the
-        Lease's holderIdentity once it leads), as it announces it at start."""
-        pattern = r"waiting for leadership lease=\S+ identity=(\S+)"
-        return self.wait_for_log(pattern, timeout=timeout).group(1)
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Until `/readyz` answers 200."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self._alive("it was ready")
+            with contextlib.suppress(OSError):
+                if self.health("/readyz") == 200:
+                    return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"operator not ready in {timeout}s; log:\n{self.logs[-4000:]}")
+            time.sleep(0.1)
+
+    def wait_leading(self, timeout: float = 60.0) -> None:
+        """Until it holds its leader Lease (`--leader-elect`; needs `SERVE_METRICS`): a
+        replica that stands by is ready too."""
+        deadline = time.monotonic() + timeout
+        while self.metric("leader_election_master_status") != 1:
+            self._alive("it led")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"not leading in {timeout}s; log:\n{self.logs[-4000:]}")
+            time.sleep(0.1)
+
+    def lease_identity(self) -> str:
+        """The identity it holds Leases under (leader election, the shard ring)."""
+        return self.identity
 
     def exposition(self) -> str:
         """The operator's /metrics, read once (it was started with `SERVE_METRICS`)."""
-        match = re.search(r"metrics server listening address=\('[\d.]+', (\d+)\)", self.logs)
-        if not match:
+        if "metrics" not in self.addresses():
             raise AssertionError(f"no metrics server: start the operator with {SERVE_METRICS}")
-        return scrape(int(match.group(1)))
+        return scrape(self.port("metrics"))
 
     def metric(self, name: str, /, **labels: str) -> float:
         """The operator's metric `name` (summed over series matching `labels`)."""
