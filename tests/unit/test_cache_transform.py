@@ -10,6 +10,8 @@ import copy
 import json
 from typing import Any
 
+import pytest
+
 from ansible_operator.kube.cache import InformerCache
 from ansible_operator.kube.informer import Informer
 from ansible_operator.kube.transform import hold
@@ -17,6 +19,9 @@ from ansible_operator.kube.types import Resource
 from ansible_operator.observability.metrics import Metrics
 from ansible_operator.testing.fake_api import FakeApi
 from ansible_operator.testing.metrics import metric_value
+
+# On the event loop's fake clock (looptime): sleeps, delays and timeouts take no real time.
+pytestmark = pytest.mark.looptime
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 WIDGETS = Resource("example.com", "v1", "Widget", "widgets", True)

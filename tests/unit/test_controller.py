@@ -13,6 +13,9 @@ from ansible_operator.controller.reconcile import ObjectKey, Outcome
 from ansible_operator.kube.client import ApiError
 from ansible_operator.observability.metrics import Metrics
 
+# On the event loop's fake clock (looptime): sleeps, delays and timeouts take no real time.
+pytestmark = pytest.mark.looptime
+
 KEY = ObjectKey("team", "mc")
 LABEL = "cache.example.com/v1alpha1/Memcached"
 

@@ -19,6 +19,9 @@ from ansible_operator.project.watches import Watch
 from ansible_operator.proxy.writes import Write
 from ansible_operator.testing.fake_api import FakeApi
 
+# On the event loop's fake clock (looptime): sleeps, delays and timeouts take no real time.
+pytestmark = pytest.mark.looptime
+
 CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps", True)
 DEPLOYMENTS = Resource("apps", "v1", "Deployment", "deployments", True)
 SECRETS = Resource("", "v1", "Secret", "secrets", True)

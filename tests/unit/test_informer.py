@@ -7,10 +7,15 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
+
 from ansible_operator.kube import informer as informer_module
 from ansible_operator.kube.client import ApiError
 from ansible_operator.kube.informer import Informer
 from ansible_operator.kube.types import Resource
+
+# On the event loop's fake clock (looptime): sleeps, delays and timeouts take no real time.
+pytestmark = pytest.mark.looptime
 
 CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps", True)
 
@@ -47,7 +52,7 @@ class ScriptedApi:
     ) -> AsyncIterator[dict[str, Any]]:
         self.watch_versions.append(kwargs.get("resource_version"))
         if not self.watches:
-            await asyncio.sleep(3600)
+            await asyncio.Event().wait()  # a watch that stays open with nothing to say
         script = self.watches.pop(0)
         for step in script:
             if isinstance(step, Exception):

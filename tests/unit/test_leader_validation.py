@@ -22,6 +22,9 @@ from ansible_operator.manager.leader import (
 )
 from ansible_operator.testing.fake_api import FakeApi
 
+# On the event loop's fake clock (looptime): sleeps, delays and timeouts take no real time.
+pytestmark = pytest.mark.looptime
+
 NOW = datetime.datetime(2030, 6, 1, 12, 0, 0, tzinfo=datetime.UTC)
 FRESH = "2030-06-01T11:59:58.000000Z"
 

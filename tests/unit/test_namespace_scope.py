@@ -24,6 +24,9 @@ from ansible_operator.kube.types import Resource
 from ansible_operator.settings.watching import namespace_selector
 from ansible_operator.testing.fake_api import FakeApi
 
+# On the event loop's fake clock (looptime): sleeps, delays and timeouts take no real time.
+pytestmark = pytest.mark.looptime
+
 CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps", True)
 MANY = [f"team-{n:02d}" for n in range(CLUSTER_WIDE_ABOVE + 2)]
 

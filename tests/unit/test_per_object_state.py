@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ansible_operator.controller.controller import Controller
 from ansible_operator.controller.queue import Backoff
 from ansible_operator.controller.reconcile import ObjectKey, Outcome
@@ -25,6 +27,9 @@ from ansible_operator.runner.fake import FakeRunner
 from ansible_operator.settings import Settings
 from ansible_operator.testing.admission import admission_without_ansible
 from ansible_operator.testing.fake_api import FakeApi
+
+# On the event loop's fake clock (looptime): sleeps, delays and timeouts take no real time.
+pytestmark = pytest.mark.looptime
 
 ADMISSION = admission_without_ansible()
 

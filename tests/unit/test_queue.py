@@ -8,6 +8,9 @@ import pytest
 
 from ansible_operator.controller.queue import Backoff, ShutDown, WorkQueue
 
+# On the event loop's fake clock (looptime): sleeps, delays and timeouts take no real time.
+pytestmark = pytest.mark.looptime
+
 
 async def test_an_item_added_many_times_is_queued_once() -> None:
     queue: WorkQueue[str] = WorkQueue()

@@ -14,6 +14,9 @@ from ansible_operator.runner.warm import keeper
 from ansible_operator.runner.warm.keeper import WarmKeeper, describe_exit, restart_delay
 from ansible_operator.runner.warm.processes import WarmProcesses
 
+# On the event loop's fake clock (looptime): sleeps, delays and timeouts take no real time.
+pytestmark = pytest.mark.looptime
+
 
 class FakeProcess:
     def __init__(self, pid: int) -> None:

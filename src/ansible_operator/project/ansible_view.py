@@ -14,7 +14,9 @@ ansible-core is imported on first use (~8 MB, ~0.3 s), not at the operator's sta
 
 from __future__ import annotations
 
+import collections
 import functools
+import hashlib
 import inspect
 import math
 import os
@@ -39,11 +41,13 @@ class _View:
 
         self.version = __version__
         self.loader_class = DataLoader
-        # 2.19+ marks what `-e @FILE` reads as trusted templates; the CLI says so.
+        # 2.19+ marks what `-e @FILE` reads as trusted templates; the CLI says so. And
+        # the copy it makes of what it read (`unsafe=False`: a deepcopy, most of the
+        # cost on 2.21) changes nothing of it: skipped.
         parameters = inspect.signature(DataLoader.load_from_file).parameters
-        self.file_options = (
-            {"trusted_as_template": True} if "trusted_as_template" in parameters else {}
-        )
+        self.file_options: dict[str, bool] = {"unsafe": True} if "unsafe" in parameters else {}
+        if "trusted_as_template" in parameters:
+            self.file_options["trusted_as_template"] = True
         self.trusted, self.tagged = _inspectors()
 
     def read(self, text: bytes) -> Any:
@@ -143,10 +147,29 @@ def read_exactly(cluster_vars: dict[str, Any]) -> ExtraVars:
             ]
         )
     encoded = encode_cluster_vars(cluster_vars, style)
-    found = _differences(cluster_vars, style, current, encoded)
-    if found:
-        raise RefusedData(found)
+    digest = hashlib.sha256(encoded).digest()
+    if digest not in _read_back:
+        found = _differences(cluster_vars, style, current, encoded)
+        if found:
+            raise RefusedData(found)
+    _remember(digest)
     return ExtraVars(cluster_vars, encoded)
+
+
+# Files read back exactly before, by digest: Ansible's loader costs ~10 ms of CPU on a
+# small object (2.21), and periodic reconciles of an unchanged object write the same
+# file again (the encoding is deterministic and one-to-one, so the same text means the
+# same variables, read the same way by the same release).
+_READ_BACK_KEPT = 4096
+_read_back: collections.OrderedDict[bytes, None] = collections.OrderedDict()
+
+
+def _remember(digest: bytes) -> None:
+    with _lock:
+        _read_back[digest] = None
+        _read_back.move_to_end(digest)
+        while len(_read_back) > _READ_BACK_KEPT:
+            _read_back.popitem(last=False)
 
 
 def _differences(
