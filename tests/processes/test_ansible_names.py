@@ -5,13 +5,24 @@ a plugin's options from, so a new release's names are refused without a change o
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from ansible import constants
 from ansible.release import __version__
 
 from ansible_operator.project import ansible_names
 
 
-def test_the_names_are_those_of_the_installed_release() -> None:
+@pytest.fixture
+def fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """No names read before, in this process or on disk: the child reads them."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(ansible_names, "_cached", None)
+    return tmp_path
+
+
+def test_the_names_are_those_of_the_installed_release(fresh: Path) -> None:
     found = ansible_names.reserved_by_ansible()
     print(f"\nansible-core {found.version}: {len(found.names)} reserved names")
 
@@ -28,8 +39,21 @@ def test_the_names_are_those_of_the_installed_release() -> None:
     assert not {"lookup", "namespace", "range", "query"} & found.names
 
 
-def test_a_release_that_sets_a_new_variable_has_it_refused() -> None:
+def test_a_release_that_sets_a_new_variable_has_it_refused(fresh: Path) -> None:
     found = ansible_names.reserved_by_ansible()
     major, minor = (int(part) for part in __version__.split(".")[:2])
 
     assert ("_task" in found.names) == ((major, minor) >= (2, 21))
+
+
+def test_the_names_read_once_are_kept_for_the_next_start(
+    fresh: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = ansible_names.reserved_by_ansible()
+    [kept] = (fresh / "ansible-operator").glob("ansible-names-*.json")
+    monkeypatch.setattr(ansible_names, "_cached", None)  # another process, as it were
+
+    assert ansible_names.reserved_by_ansible() == first
+    kept.write_text("{not json")  # a damaged cache is read again, not trusted
+    monkeypatch.setattr(ansible_names, "_cached", None)
+    assert ansible_names.reserved_by_ansible() == first

@@ -3,9 +3,11 @@ ansible-core itself, not from a list of ours: a release that adds one (2.21's
 ``_task``) has it refused without a change here.
 
 Gathered in a child process (`python -m ansible_operator.project.ansible_names`, ~1 s
-of CPU at the operator's start): loading every connection, become and shell plugin's
-documentation leaves ~11 MB in the process that does it, which the operator should
-not keep. What is gathered:
+of CPU): loading every connection, become and shell plugin's documentation leaves
+~11 MB in the process that does it, which the operator should not keep. The result is
+kept in the user's cache directory (`~/.cache/ansible-operator/ansible-names-*.json`),
+keyed by the interpreter, the release and the plugin paths, so later starts on the
+same installation read it instead. What is gathered:
 
 - the names its variable manager gives a task of a role in a play on localhost
   (``playbook_dir``, ``role_path``, ``groups``, ...), and those its task context adds
@@ -24,13 +26,16 @@ whether listed or not (reserved_vars.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 
@@ -54,22 +59,66 @@ def _failed(detail: str) -> RuntimeError:
     return RuntimeError(f"could not read ansible-core's variable names: {detail}")
 
 
+def _cache_file(env: Mapping[str, str] | None) -> Path | None:
+    """Where the names read for this installation are kept between starts (~1 s of CPU
+    each), keyed by what they depend on: the interpreter, the ansible-core release and
+    the plugin paths the environment adds; None when there is no cache directory."""
+    given = os.environ if env is None else env
+    try:
+        release = metadata.version("ansible-core")
+    except metadata.PackageNotFoundError:
+        return None
+    key = json.dumps(
+        [sys.executable, release, sorted((k, v) for k, v in given.items() if "PLUGIN" in k)]
+    )
+    try:
+        base = Path(given.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    except RuntimeError:  # no home directory
+        return None
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return base / "ansible-operator" / f"ansible-names-{release}-{digest}.json"
+
+
+def _cached_on_disk(env: Mapping[str, str] | None) -> AnsibleNames | None:
+    path = _cache_file(env)
+    if path is None:
+        return None
+    try:
+        return _parse(path.read_bytes())
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _keep_on_disk(env: Mapping[str, str] | None, output: bytes) -> None:
+    path = _cache_file(env)
+    if path is None:
+        return
+    with contextlib.suppress(OSError):  # no cache is only slower
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        partial.write_bytes(output)
+        partial.replace(path)
+
+
 def reserved_by_ansible(env: dict[str, str] | None = None) -> AnsibleNames:
-    """The installed ansible-core's names (read once per process)."""
+    """The installed ansible-core's names (read once per installation)."""
     global _cached
     if _cached is None:
-        done = subprocess.run(
-            _COMMAND, capture_output=True, text=True, check=False, env=env, timeout=300
-        )
+        _cached = _cached_on_disk(env)
+    if _cached is None:
+        done = subprocess.run(_COMMAND, capture_output=True, check=False, env=env, timeout=300)
         if done.returncode != 0:
-            raise _failed(done.stderr.strip()[-2000:])
+            raise _failed(done.stderr.decode(errors="replace").strip()[-2000:])
         _cached = _parse(done.stdout)
+        _keep_on_disk(env, done.stdout)
     return _cached
 
 
 async def read_reserved_by_ansible(env: dict[str, str] | None = None) -> AnsibleNames:
     """`reserved_by_ansible`, without blocking the event loop."""
     global _cached
+    if _cached is None:
+        _cached = _cached_on_disk(env)
     if _cached is None:
         process = await asyncio.create_subprocess_exec(
             *_COMMAND,
@@ -82,6 +131,7 @@ async def read_reserved_by_ansible(env: dict[str, str] | None = None) -> Ansible
         if process.returncode != 0:
             raise _failed(errors.decode(errors="replace").strip()[-2000:])
         _cached = _parse(output)
+        _keep_on_disk(env, output)
     return _cached
 
 
