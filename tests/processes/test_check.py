@@ -468,8 +468,10 @@ SHADOWING_FILES = {
   vars:
     attempts: 3
   tasks:
+    - ansible.builtin.command: "true"
+      register: outcome
     - ansible.builtin.debug:
-        msg: "{{ attempts }}"
+        msg: "{{ attempts }} {{ outcome.rc }}"
 """,
 }
 
@@ -488,7 +490,7 @@ def test_check_lists_the_spec_keys_a_role_assigns_itself(
     assert captured.err.splitlines() == [
         "spec keys that would shadow a role's own variables (refused by the operator):",
         "  Job (playbooks/job.yml):",
-        "    attempts  playbooks/job.yml:4 (vars of the play)",
+        "    outcome  playbooks/job.yml:7 (register)",  # not `attempts`: a play's default
         "  App (roles/app):",
         "    idout  roles/app/tasks/main.yml:5 (register)",
         "    ready  roles/app/tasks/main.yml:8 (set_fact)",

@@ -3,13 +3,13 @@ the names a custom object's spec may not set.
 
 Each top-level key of an object's spec becomes an extra var, and extra vars beat
 whatever a role assigns: a `register:` result, a `set_fact`, an `include_vars`, the
-`vars:` of a task, block, play or role entry, a role parameter, the role's `vars/`, a
-play's `vars_files` and `vars_prompt`, the `group_vars`/`host_vars` next to a playbook
-(each seen forged on ansible-core 2.21). Whoever may write the object would steer the
-role (a `when:` on a registered `k8s_info` result, say), so the operator refuses an
-object whose spec sets one of these names. Not listed: a role's `defaults/` (there for
-the spec to override) and loop variables (the loop wins over an extra var, with a
-warning).
+`vars:` of a task or block (each seen forged on ansible-core 2.21). Whoever may write
+the object would steer the role (a `when:` on a registered `k8s_info` result, say), so
+the operator refuses an object whose spec sets one of these names (`ASSIGNING`). Not
+listed: a role's `defaults/`, a play's `vars`, `vars_files` and `vars_prompt`, role
+parameters, a role's `vars/` (the defaults a spec is meant to override, Operator SDK's
+playbook scaffold among them: the reader follows them, and leaves them), and loop
+variables (the loop wins over an extra var, with a warning).
 
 Read without Ansible, as `check` reads the rest: what cannot be known without running
 (a templated file, name or key; a file that is not there or is encrypted) is kept as
@@ -115,6 +115,17 @@ def assigned_vars(
     return reader.found
 
 
+# What the role assigns as it runs, which a spec key must not forge: a task's results
+# and decisions. The rest a role or playbook gives its variables (a play's `vars`,
+# `vars_files` and `vars_prompt`, role parameters and `roles:` entry vars, a role's
+# `vars/`, `vars_from`, group_vars) are where operators put the defaults a spec key
+# overrides, as Operator SDK's playbook scaffold does with a play's `vars`: found, not
+# refused.
+ASSIGNING = ("register", "set_fact", "include_vars", "vars of a task", "vars of a block")
+# Includes that may hide tasks which assign: what they include is unknown when templated.
+_HIDING = ("include_tasks", "import_tasks", "import_playbook", "include_role", "import_role")
+
+
 def _spellings(*names: str) -> frozenset[str]:
     return frozenset(
         f"{prefix}{name}"
@@ -192,12 +203,16 @@ class _Reader:
     # -- what is found ------------------------------------------------------------------
 
     def assign(self, name: str, path: Path, node: yaml.Node, how: str) -> None:
+        if not how.startswith(ASSIGNING):
+            return  # a default the spec is meant to override (see ASSIGNING)
         if _templated(name):
             self.unknown(path, node, f"{how} of a templated name `{name}`")
         elif name and name not in self.found.names:
             self.found.names[name] = Assignment(name, path, y.line_of(node), how)
 
     def unknown(self, path: Path, node: yaml.Node | None, what: str) -> None:
+        if not what.startswith((*ASSIGNING, *_HIDING)):
+            return
         line = y.line_of(node) if node is not None else 1
         self.found.unresolved.append(Unresolved(path, line, what))
 
