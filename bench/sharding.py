@@ -2,14 +2,15 @@
 
     .venv/bin/python bench/sharding.py [--replicas 1,2,3] [--objects 300] [--namespaces 30]
                                        [--gate on|off] [--seconds 1] [--workers 2]
-                                       [--lease-duration 6] [--renew-deadline 4]
-                                       [--retry-period 1] [--spread buckets|hash]
+                                       [--dependents] [--lease-duration 6]
+                                       [--renew-deadline 4] [--retry-period 1]
                                        [--use-kubeconfig]
 
 Starts its own local control plane, with the API server's feature gate
 ShardedListAndWatch on (`--gate on`: each replica's lists and watches carry a
-`shardSelector` and the server sends it only its share) or off (`--gate off`:
-every replica is sent every object and keeps its share itself). With
+`shardSelector` for its share of the objects' uids, and the server sends it
+only those) or off (`--gate off`: every replica is sent every object and keeps
+its share itself, dropping the rest before they are stored). With
 `--use-kubeconfig`, the cluster in KUBECONFIG instead, with whatever gates it
 has (the `srv` column says which filtering the replicas found).
 
@@ -17,10 +18,12 @@ The operator is bench/sharding_operator: one kind, Sleeper, whose role is one
 `ansible.builtin.pause` of `--seconds` (a run waits on a timer, no CPU, so that
 the replicas' workers cap the result rather than the cores; each run still
 costs Ansible's and the operator's CPU: `CPU %` says how close to the cores
-it came), the operator writing the status as usual. M namespaces are made
-once (`--spread buckets`: names in M different hash buckets, so the shares
-differ only by the assignment of the 64 buckets, M <= 64; `hash`: names as they
-come, several may share a bucket) plus one for the ring's Leases.
+it came), the operator writing the status as usual; with `--dependents`, each
+run also keeps a ConfigMap of its Sleeper's (through the proxy, which labels
+it with the owner's shard: a replica watches and caches only its owners'). M
+namespaces are made once, named in sequence as people name them
+(`shard-<run>-00`, `-01`, ...; `--namespaces 1`: one namespace holding every
+object), plus one for the ring's Leases.
 
 For each replica count K, one after the other on the same namespaces:
 
@@ -28,39 +31,51 @@ For each replica count K, one after the other on the same namespaces:
   M namespaces, `--workers` reconciles and runs each, Lease timings
   `--lease-duration`/`--renew-deadline`/`--retry-period`) are started, and
   waited for until the ring is settled (`ring s`, from their start: each of
-  the 64 buckets held by exactly one replica's Lease, each replica holding
-  some, its gauges agreeing, the same for two retry periods). Only then are the N objects created
-  (concurrently, round-robin over the namespaces): `Successful s` runs from the
-  first creation to the last object Successful for its generation, `obj/s` is
-  N over it, `CPU %` how busy the machine's cores were meanwhile (anyone's
-  work: near 100, the cores capped it, not the workers). Per replica, once
-  every object is Successful and nothing runs: its objects (`objects`: those
-  in the buckets its Lease holds, min/max over the replicas), its reconciles
-  (`runs`: its `ansible_operator_reconcile_result_total`, min/max), the
-  objects the API server sent its Sleeper informer (`events`: its
-  `ansible_operator_watch_events_total` over the phase, min/max), as a share
-  of every Sleeper event the server sent (`of all`: our own unfiltered watch
-  counts those) and that share times K (`xK`: ~1 when the server filters, ~K
-  when each replica is sent everything), and `srv`, its
+  the 120 buckets held by exactly one replica's Lease, each replica holding
+  some, its gauges agreeing, the same for two retry periods). Only then are
+  the N objects created (concurrently, round-robin over the namespaces):
+  `Successful s` runs from the first creation to the last object Successful
+  for its generation, `obj/s` is N over it, `CPU %` how busy the machine's
+  cores were meanwhile (anyone's work: near 100, the cores capped it, not the
+  workers). Per replica, once every object is Successful and nothing runs
+  (min/max over the replicas): its objects (`objects`: those whose uid's
+  bucket its Lease holds), the objects its Sleeper informer holds
+  (`cached`), its reconciles (`runs`: its
+  `ansible_operator_reconcile_result_total`), the objects the API server sent
+  its Sleeper informer (`events`: its `ansible_operator_watch_events_total`
+  over the phase) as a share of every Sleeper event the server sent (`of
+  all`: our own unfiltered watch counts those) and that share times K (`xK`:
+  ~1 when the server filters, ~K when each replica is sent everything), those
+  it dropped as another replica's (`dropped`: its
+  `ansible_operator_shard_dropped_total`), the estimated MiB its informers
+  hold (`cache MiB`: the sum of its `ansible_operator_cache_bytes`), its
+  operator process's resident memory (`RSS MiB`), and `srv`, its
   `ansible_operator_shard_server_side`.
 - `kill` (K >= 2): `kill -9` of the replica holding most objects; at once every
   object of its share gets a new spec (a new generation). `cover s`: until the
-  survivors' Leases hold all 64 buckets again (a Lease must first go unrenewed
+  survivors' Leases hold all 120 buckets again (a Lease must first go unrenewed
   for `--lease-duration`); `first s`/`all s`: until the first and the last of
-  those objects is Successful for the new generation.
+  those objects is Successful for the new generation; `- lease`: `all s` less
+  the lease duration.
 - `join`: one more replica starts (after the kill, back to K; with K = 1, the
   second). `settled s`: from its start until the ring is settled as above
-  over the live replicas, the new one holding some (`joined s`: until it logged
-  joining the ring); `its share s`: until it reconciled as many objects as its
+  over the live replicas, the new one holding some (`joined s`: until its
+  Lease was in the ring); `its share s`: until it reconciled as many objects as its
   buckets hold (a replica reconciles the objects of a bucket it takes on, as at
   a start; n/a if not within `--timeout`).
+- `leave`: SIGTERM to the newest replica (a rolling update's or a scale-down's
+  clean leave); at once every object of its share gets a new spec. `handed s`:
+  until the others' Leases hold all 120 buckets (it stops its runs, then
+  deletes its Lease; the others are woken by their watch of the Leases);
+  `first s`/`all s`: its changed objects Successful again, by the others.
 
-While it waits in `kill` and `join` it reads the Leases every quarter second and
-counts any moment when two live Leases held one bucket (`overlaps`). At the end:
-the two tables, then each replica log's ERROR lines and tracebacks, if any. The
-objects are deleted after each K, the replicas stopped; the namespaces are
-deleted at the end (also on Ctrl-C). Timings are what this machine did, not
-assertions: the bench exits non-zero only when objects were not Successful.
+While it waits in `kill`, `join` and `leave` it reads the Leases every quarter
+second and counts any moment when two live Leases held one bucket
+(`overlaps`). At the end: the tables, then each replica log's ERROR lines and
+tracebacks, if any. The objects are deleted after each K, the replicas
+stopped; the namespaces are deleted at the end (also on Ctrl-C). Timings are
+what this machine did, not assertions: the bench exits non-zero only when
+objects were not Successful.
 """
 
 from __future__ import annotations
@@ -84,7 +99,7 @@ from typing import Any
 from kubernetes import client, config, watch
 
 from ansible_operator.cluster import provide
-from ansible_operator.sharding.buckets import BUCKETS, bucket_of, parse_buckets
+from ansible_operator.sharding.buckets import BUCKETS, bucket_of_key, parse_buckets
 from ansible_operator.testing.manifests import apply_manifests
 from ansible_operator.testing.metrics import gvk_label, metric_value
 from ansible_operator.testing.operator import SERVE_METRICS, OperatorProcess
@@ -104,24 +119,17 @@ HELD_ANNOTATION = "ansible-operator.io/shards-held"
 
 EVERY_BUCKET = frozenset(range(BUCKETS))
 POLL = 0.25  # seconds between looks at the Leases and the objects while rebalancing
-JOINED = re.compile(r"shard ring joined ring=\S+ identity=\S+ lease=\S+ filtering=(\w+)")
 
 
 def say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def namespace_names(run: str, count: int, spread: str) -> list[str]:
-    """`count` names; with `spread` "buckets", each in a bucket of its own."""
-    if spread == "hash":
-        return [f"shard-{run}-{index}" for index in range(count)]
-    names: dict[int, str] = {}
-    index = 0
-    while len(names) < count:
-        name = f"shard-{run}-{index}"
-        names.setdefault(bucket_of(name), name)
-        index += 1
-    return sorted(names.values(), key=lambda name: int(name.rsplit("-", 1)[1]))
+def namespace_names(run: str, count: int) -> list[str]:
+    """`count` names in sequence, as people name them (one bucket under the
+    namespace's hash: the uid's is what the ring splits)."""
+    width = len(str(max(count - 1, 1)))
+    return [f"shard-{run}-{index:0{width}d}" for index in range(count)]
 
 
 # ----- the cluster side -------------------------------------------------------------
@@ -150,32 +158,47 @@ class Objects:
         self.custom = client.CustomObjectsApi(api)
         self.spaces, self.args = spaces, args
         self.keys = [(spaces[i % len(spaces)], f"s-{i}") for i in range(count)]
+        self.buckets: dict[tuple[str, str], int] = {}  # of the objects made, by their uid
+        self.sizes: dict[tuple[str, str], int] = {}
+
+    def of(self, buckets: Iterable[int]) -> list[tuple[str, str]]:
+        """The objects whose uid's bucket is among `buckets`."""
+        wanted = set(buckets)
+        return [key for key in self.keys if self.buckets.get(key) in wanted]
 
     def per_bucket(self, buckets: Iterable[int]) -> int:
-        wanted = set(buckets)
-        return sum(bucket_of(namespace) in wanted for namespace, _ in self.keys)
+        return len(self.of(buckets))
 
     def create(self) -> None:
-        def create(key: tuple[str, str]) -> None:
+        def create(key: tuple[str, str]) -> tuple[tuple[str, str], int]:
             namespace, name = key
+            spec: dict[str, Any] = {"seconds": self.args.seconds, "size": 1}
+            if self.args.dependents:
+                spec["dependent"] = True
             body = {
                 "apiVersion": f"{GROUP}/{VERSION}",
                 "kind": KIND,
                 "metadata": {"name": name, "labels": {RUN_LABEL: self.args.run}},
-                "spec": {"seconds": self.args.seconds, "size": 1},
+                "spec": spec,
             }
-            self.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
+            made = self.custom.create_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, body
+            )
+            return key, bucket_of_key(made["metadata"]["uid"])
 
-        concurrently(self.args.clients, [lambda key=key: create(key) for key in self.keys])
+        self.sizes = dict.fromkeys(self.keys, 1)
+        self.buckets = dict(
+            concurrently(self.args.clients, [lambda key=key: create(key) for key in self.keys])
+        )
 
     def change(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
         """A new spec for each: their new generations."""
 
         def patch(key: tuple[str, str]) -> tuple[tuple[str, str], int]:
             namespace, name = key
-            # Created with size 1 for this replica count, changed once at most.
+            self.sizes[key] += 1
             patched = self.custom.patch_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL, name, {"spec": {"size": 2}}
+                GROUP, VERSION, namespace, PLURAL, name, {"spec": {"size": self.sizes[key]}}
             )
             return key, patched["metadata"]["generation"]
 
@@ -285,10 +308,26 @@ class Replica:
     def metric(self, name: str, /, **labels: str) -> float:
         return self.process.metric(name, **labels)
 
+    def rss_mib(self) -> float | None:
+        """The operator process's resident memory (not its runs')."""
+        process = self.process.process
+        if process is None:
+            return None
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        return None
+
     def figures(self, ring: str) -> dict[str, float]:
         text = self.exposition()
         return {
             "events": metric_value(text, "ansible_operator_watch_events_total", resource=RESOURCE),
+            "dropped": metric_value(
+                text, "ansible_operator_shard_dropped_total", resource=RESOURCE
+            ),
+            "cached": metric_value(text, "ansible_operator_cache_objects", informer=RESOURCE),
+            "cache_bytes": metric_value(text, "ansible_operator_cache_bytes"),
             "runs": metric_value(text, "ansible_operator_reconcile_result_total", GVK=GVK),
             "held": metric_value(text, "ansible_operator_shard_buckets_held", ring=ring),
             "members": metric_value(text, "ansible_operator_shard_members", ring=ring),
@@ -338,8 +377,11 @@ class Ring:
         return [r for r in self.replicas.values() if not r.dead]
 
     def wait_started(self, replica: Replica, timeout: float) -> None:
-        replica.process.wait_for_log(r"operator started", timeout=timeout)
-        replica.process.wait_for_log(JOINED.pattern, timeout=timeout)
+        """Until it is ready (joined, its controllers running) with a Lease in the ring."""
+        replica.process.wait_ready(timeout=timeout)
+        deadline = time.monotonic() + timeout
+        while replica.name not in self.holdings() and time.monotonic() < deadline:
+            time.sleep(POLL)
 
     def holdings(self) -> dict[str, frozenset[int]]:
         """What each Lease of the ring says its holder holds, by holder (POD_NAME)."""
@@ -359,7 +401,7 @@ class Ring:
         return {name: held for name, held in self.holdings().items() if name in names}
 
     def settled_now(self, holdings: dict[str, frozenset[int]]) -> bool:
-        """The live replicas' Leases split the 64 buckets, each holds some, and each
+        """The live replicas' Leases split the 120 buckets, each holds some, and each
         replica's metrics agree (it sees every member, its gauge matches its Lease)."""
         live = self.live
         if set(holdings) != {r.name for r in live} or not settled(holdings):
@@ -421,6 +463,15 @@ class Ring:
         replica.process.kill()
         replica.dead = True
 
+    def leave(self, name: str) -> None:
+        """SIGTERM one replica (not waiting for it)."""
+        replica = self.replicas[name]
+        process = replica.process.process
+        if process is not None and process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.terminate()
+        replica.dead = True
+
     def stop(self) -> None:
         """SIGTERM every live replica at once (each hands its buckets over), then wait."""
         live = self.live
@@ -435,7 +486,7 @@ class Ring:
 
 
 def settled(holdings: dict[str, frozenset[int]]) -> bool:
-    """Each of the 64 buckets held by exactly one of `holdings`."""
+    """Each of the 120 buckets held by exactly one of `holdings`."""
     return sum(map(len, holdings.values())) == BUCKETS and (
         frozenset().union(*holdings.values()) == EVERY_BUCKET
     )
@@ -462,8 +513,12 @@ class Round:
     successful: int = 0
     cpu_busy: float | None = None  # the machine's, over `seconds` (everyone's work)
     objects: list[int] = field(default_factory=list)  # per replica, by held buckets
+    cached: list[float] = field(default_factory=list)
     runs: list[float] = field(default_factory=list)
     events: list[float] = field(default_factory=list)
+    dropped: list[float] = field(default_factory=list)
+    cache_mib: list[float] = field(default_factory=list)
+    rss_mib: list[float] = field(default_factory=list)
     all_events: int = 0
     server_side: list[float] = field(default_factory=list)
     # kill -9
@@ -478,6 +533,12 @@ class Round:
     settled_seconds: float | None = None
     joiner_objects: int = 0
     share_seconds: float | None = None
+    # a clean leave (SIGTERM)
+    left: str = ""
+    left_objects: int = 0
+    handed_seconds: float | None = None
+    left_first_seconds: float | None = None
+    left_all_seconds: float | None = None
     overlaps: list[str] = field(default_factory=list)
 
 
@@ -522,16 +583,31 @@ def run_round(
             say(f"our own watch ended early, its count is short: {events.error}")
     holdings = ring.live_holdings()
     for replica in ring.live:
+        figures = after[replica.name]
         result.objects.append(objects.per_bucket(holdings.get(replica.name, ())))
-        result.runs.append(after[replica.name]["runs"] - before[replica.name]["runs"])
-        result.events.append(after[replica.name]["events"] - before[replica.name]["events"])
-        result.server_side.append(after[replica.name]["server_side"])
+        result.cached.append(figures["cached"])
+        result.runs.append(figures["runs"] - before[replica.name]["runs"])
+        result.events.append(figures["events"] - before[replica.name]["events"])
+        result.dropped.append(figures["dropped"] - before[replica.name]["dropped"])
+        result.cache_mib.append(figures["cache_bytes"] / 2**20)
+        rss = replica.rss_mib()
+        if rss is not None:
+            result.rss_mib.append(rss)
+        result.server_side.append(figures["server_side"])
     say(
         f"all Successful in {result.seconds or 0:.1f} s; per replica: "
         + ", ".join(
-            f"{r.name} {o} objects {runs:.0f} runs {e:.0f} events"
-            for r, o, runs, e in zip(
-                ring.live, result.objects, result.runs, result.events, strict=True
+            f"{r.name} {o} objects ({c:.0f} cached, {m:.2f} MiB) {runs:.0f} runs "
+            f"{e:.0f} events {d:.0f} dropped"
+            for r, o, c, m, runs, e, d in zip(
+                ring.live,
+                result.objects,
+                result.cached,
+                result.cache_mib,
+                result.runs,
+                result.events,
+                result.dropped,
+                strict=True,
             )
         )
         + f"; our watch saw {result.all_events} events"
@@ -540,6 +616,8 @@ def run_round(
     if count >= 2:
         kill_one(ring, objects, holdings, result, args)
     join_one(ring, objects, result, args)
+    if len(ring.live) >= 2:
+        leave_one(ring, objects, result, args)
     return result
 
 
@@ -584,7 +662,7 @@ def kill_one(
 ) -> None:
     victim = max(ring.live, key=lambda r: objects.per_bucket(holdings.get(r.name, ())))
     share = holdings.get(victim.name, frozenset())
-    keys = [key for key in objects.keys if bucket_of(key[0]) in share]
+    keys = objects.of(share)
     result.killed, result.killed_objects = victim.name, len(keys)
     say(f"kill -9 {victim.name} ({len(share)} buckets, {len(keys)} objects)")
     killed_at = time.monotonic()
@@ -599,7 +677,10 @@ def kill_one(
         note_overlap(result, holdings, "after the kill")
         if result.cover_seconds is None and frozenset().union(*holdings.values()) == EVERY_BUCKET:
             result.cover_seconds = now - killed_at
-            say(f"  survivors hold all 64 buckets {result.cover_seconds:.1f} s after the kill")
+            say(
+                f"  survivors hold all {BUCKETS} buckets "
+                f"{result.cover_seconds:.1f} s after the kill"
+            )
         seen = objects.successful(generations) - done
         if seen:
             done |= seen
@@ -611,6 +692,49 @@ def kill_one(
             break
         time.sleep(POLL)
     result.changed_successful = len(done)
+    if result.all_seconds is not None:
+        say(
+            f"  its {len(keys)} objects Successful again {result.all_seconds:.1f} s after the "
+            f"kill ({result.all_seconds - args.lease_duration:+.1f} s on the lease duration)"
+        )
+
+
+def leave_one(ring: Ring, objects: Objects, result: Round, args: Any) -> None:
+    """SIGTERM the newest replica, its objects changed at once: until the others
+    hold every bucket and its objects are Successful again."""
+    leaver = ring.live[-1]
+    share = ring.live_holdings().get(leaver.name, frozenset())
+    keys = objects.of(share)
+    result.left, result.left_objects = leaver.name, len(keys)
+    say(f"SIGTERM {leaver.name} ({len(share)} buckets, {len(keys)} objects)")
+    left_at = time.monotonic()
+    ring.leave(leaver.name)
+    generations = objects.change(keys)
+    deadline = left_at + args.timeout
+    done: set = set()
+    while time.monotonic() < deadline:
+        now = time.monotonic()
+        holdings = ring.live_holdings()
+        note_overlap(result, holdings, f"after {leaver.name} left")
+        if result.handed_seconds is None and holdings and settled(holdings):
+            result.handed_seconds = now - left_at
+            say(
+                f"  the others hold all {BUCKETS} buckets "
+                f"{result.handed_seconds:.1f} s after SIGTERM"
+            )
+        seen = objects.successful(generations) - done
+        if seen:
+            done |= seen
+            if result.left_first_seconds is None:
+                result.left_first_seconds = now - left_at
+            if len(done) == len(keys):
+                result.left_all_seconds = now - left_at
+        if result.handed_seconds is not None and len(done) == len(keys):
+            break
+        time.sleep(POLL / 2)
+    leaver.process.stop(timeout=30)
+    if result.left_all_seconds is not None:
+        say(f"  its objects Successful again {result.left_all_seconds:.1f} s after SIGTERM")
 
 
 def join_one(ring: Ring, objects: Objects, result: Round, args: Any) -> None:
@@ -620,8 +744,8 @@ def join_one(ring: Ring, objects: Objects, result: Round, args: Any) -> None:
     replica = ring.start(name)
 
     def on_poll(holdings: dict[str, frozenset[int]]) -> None:
-        if result.joined_seconds is None and JOINED.search(replica.process.logs):
-            result.joined_seconds = time.monotonic() - replica.launched_at
+        if result.joined_seconds is None and name in holdings:
+            result.joined_seconds = time.monotonic() - replica.launched_at  # its Lease is there
         note_overlap(result, holdings, f"after {name} joined")
         process = replica.process.process
         if process is not None and process.poll() is not None:
@@ -668,7 +792,7 @@ def join_one(ring: Ring, objects: Objects, result: Round, args: Any) -> None:
 
 
 def _cell(value: float | None, spec: str, width: int) -> str:
-    return f"{'n/a':>{width}}" if value is None else f"{value:>{width}{spec}}"
+    return f"{'n/a':>{width}}" if value is None else f"{format(value, spec):>{width}}"
 
 
 def _span(values: list[float], spec: str = ".0f") -> str:
@@ -678,16 +802,19 @@ def _span(values: list[float], spec: str = ".0f") -> str:
 
 
 def report(rounds: list[Round], args: Any, source: str, cpus: int) -> None:
+    where = "one namespace" if args.namespaces == 1 else f"{args.namespaces} namespaces in sequence"
     print(
-        f"\n{args.objects} objects over {args.namespaces} namespaces (spread {args.spread}), "
-        f"gate ShardedListAndWatch {args.gate if source == 'local' else 'as the cluster has it'} "
-        f"({source} cluster), role: pause {args.seconds} s, {args.workers} workers per replica, "
-        f"Leases {args.lease_duration:g}s/{args.renew_deadline:g}s/{args.retry_period:g}s, "
-        f"{cpus} CPUs; objects created once the ring was settled"
+        f"\n{args.objects} objects over {where}, gate ShardedListAndWatch "
+        f"{args.gate if source == 'local' else 'as the cluster has it'} ({source} cluster), "
+        f"role: pause {args.seconds} s{' and a dependent ConfigMap' if args.dependents else ''}, "
+        f"{args.workers} workers per replica, Leases "
+        f"{args.lease_duration:g}s/{args.renew_deadline:g}s/{args.retry_period:g}s, {cpus} CPUs; "
+        "objects created once the ring was settled"
     )
     print(
         f"{'replicas':>8} {'ring s':>6} {'Successful s':>12} {'obj/s':>6} {'CPU %':>5} "
-        f"{'objects':>9} {'runs':>9} {'events':>11} {'of all':>6} {'xK':>5} {'srv':>5}"
+        f"{'objects':>9} {'cached':>9} {'runs':>9} {'events':>11} {'of all':>6} {'xK':>5} "
+        f"{'dropped':>9} {'cache MiB':>11} {'RSS MiB':>9} {'srv':>5}"
     )
     for r in rounds:
         rate = r.successful / r.seconds if r.seconds else None
@@ -697,33 +824,43 @@ def report(rounds: list[Round], args: Any, source: str, cpus: int) -> None:
             f"{r.replicas:>8} {_cell(r.ring_seconds, '.1f', 6)} {_cell(r.seconds, '.1f', 12)} "
             f"{_cell(rate, '.2f', 6)} "
             f"{_cell(None if r.cpu_busy is None else 100 * r.cpu_busy, '.0f', 5)} "
-            f"{_span(r.objects):>9} {_span(r.runs):>9} "
+            f"{_span(r.objects):>9} {_span(r.cached):>9} {_span(r.runs):>9} "
             f"{_span(r.events):>11} {_cell(mean_share, '.2f', 6)} "
             f"{_cell(None if mean_share is None else mean_share * r.replicas, '.2f', 5)} "
+            f"{_span(r.dropped):>9} {_span(r.cache_mib, '.2f'):>11} {_span(r.rss_mib):>9} "
             f"{_span(r.server_side):>5}"
         )
     print(
         "(CPU %: the machine's cores busy while the objects were reconciled, anyone's work; "
-        "objects, runs, events: min/max over the replicas; of all: a replica's events over "
-        "what an unfiltered watch of the kind was sent, mean; xK: that times the replicas)"
+        "objects (by their uids' buckets), cached, runs, events, dropped, cache MiB, RSS MiB: "
+        "min/max over the replicas; of all: a replica's events over what an unfiltered watch "
+        "of the kind was sent, mean; xK: that times the replicas)"
     )
     print(
         f"\n{'replicas':>8} {'killed':>12} {'cover s':>7} {'first s':>7} {'all s':>7} "
-        f"{'joined':>6} {'joined s':>8} {'settled s':>9} {'its objects':>11} "
-        f"{'its share s':>11} {'overlaps':>8}"
+        f"{'- lease':>7} {'joined':>6} {'joined s':>8} {'settled s':>9} {'its objects':>11} "
+        f"{'its share s':>11} {'left':>10} {'handed s':>8} {'first s':>7} {'all s':>7} "
+        f"{'overlaps':>8}"
     )
     for r in rounds:
         killed = f"{r.killed} ({r.killed_objects})" if r.killed else "-"
+        left = f"{r.left} ({r.left_objects})" if r.left else "-"
+        over = None if r.all_seconds is None else r.all_seconds - args.lease_duration
         print(
             f"{r.replicas:>8} {killed:>12} {_cell(r.cover_seconds, '.1f', 7)} "
             f"{_cell(r.first_seconds, '.1f', 7)} {_cell(r.all_seconds, '.1f', 7)} "
+            f"{_cell(over, '+.1f', 7)} "
             f"{'->' + str(r.replicas if r.killed else r.replicas + 1):>6} "
             f"{_cell(r.joined_seconds, '.1f', 8)} {_cell(r.settled_seconds, '.1f', 9)} "
-            f"{r.joiner_objects:>11} {_cell(r.share_seconds, '.1f', 11)} {len(r.overlaps):>8}"
+            f"{r.joiner_objects:>11} {_cell(r.share_seconds, '.1f', 11)} {left:>10} "
+            f"{_cell(r.handed_seconds, '.1f', 8)} {_cell(r.left_first_seconds, '.1f', 7)} "
+            f"{_cell(r.left_all_seconds, '.1f', 7)} {len(r.overlaps):>8}"
         )
     print(
         "(kill: seconds from kill -9 of the replica holding most objects, its objects changed "
-        "at once; join: seconds from the new replica's start)"
+        "at once; - lease: all s less the lease duration; join: seconds from the new replica's "
+        "start; left: SIGTERM of the newest replica, its objects changed at once: seconds "
+        "until the others hold every bucket, and its objects are Successful again)"
     )
     for r in rounds:
         for line in r.overlaps:
@@ -765,7 +902,9 @@ def main() -> None:
     parser.add_argument("--lease-duration", type=float, default=6.0)
     parser.add_argument("--renew-deadline", type=float, default=4.0)
     parser.add_argument("--retry-period", type=float, default=1.0)
-    parser.add_argument("--spread", choices=("buckets", "hash"), default="buckets")
+    parser.add_argument(
+        "--dependents", action="store_true", help="each run keeps a ConfigMap of its object's"
+    )
     parser.add_argument("--use-kubeconfig", action="store_true", help="the cluster in KUBECONFIG")
     parser.add_argument("--clients", type=int, default=8, help="threads creating and changing")
     parser.add_argument("--ready-timeout", type=float, default=180.0)
@@ -776,10 +915,10 @@ def main() -> None:
     counts = [int(part) for part in args.replicas.split(",") if part.strip()]
     if not counts or min(counts) < 1:
         parser.error("--replicas: counts of at least 1")
-    if args.spread == "buckets" and not 1 <= args.namespaces <= BUCKETS:
-        parser.error(f"--spread buckets needs 1 to {BUCKETS} namespaces")
+    if args.namespaces < 1:
+        parser.error("--namespaces: at least 1")
     args.run = uuid.uuid4().hex[:6]
-    args.spaces = namespace_names(args.run, args.namespaces, args.spread)
+    args.spaces = namespace_names(args.run, args.namespaces)
     args.lease_namespace = f"shard-{args.run}-leases"
     logs = Path(tempfile.mkdtemp(prefix=f"ansible-operator-sharding-{args.run}-"))
     say(f"replica logs: {logs}")

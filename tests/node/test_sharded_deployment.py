@@ -6,10 +6,11 @@ SIGTERM, the others take its buckets at once (not after the lease duration),
 and the objects of those buckets are reconciled by the replicas that hold them
 now.
 
-Buckets are computed here, from the interface (FNV-1a-64 of the namespace, the
-top 6 bits), not with the product's code. Which replica holds which bucket
-depends on the Pods' names, so the sample namespaces are picked once the ring
-has formed, among distinct words, so that they fall on several replicas."""
+Buckets are computed here, from the interface (FNV-1a-64 of the object's uid,
+which of 120 equal ranges it is in), not with the product's code. Which replica holds which bucket
+depends on the Pods' names and the uids on the API server, so samples are made
+one namespace at a time once the ring has formed, until they fall on every
+replica (or eight are made: on two at least)."""
 
 from __future__ import annotations
 
@@ -37,14 +38,14 @@ CONFIG = ROOT / "config"
 SYSTEM = "ansible-operator-system"  # config/manager/manager.yaml's namespace
 RING = "ansible-operator-samples"  # --shard-ring in config/sharding
 REPLICAS = 3
-BUCKETS = 64
+BUCKETS = 120
 RING_LABEL = "ansible-operator.io/shard-ring"
 STEADY = 6.0  # seconds: three retry periods (--leader-elect-retry-period, 2s)
 HELD_ANNOTATION = "ansible-operator.io/shards-held"
 MEMCACHED_SAMPLE = CONFIG / "samples" / "cache_v1alpha1_memcached.yaml"
 GROUP, VERSION, PLURAL = "cache.example.com", "v1alpha1", "memcacheds"
 SAMPLE = "memcached-sample"
-# Distinct words: names differing only in their last character often share a bucket.
+# Namespaces for the samples (any names: an object's bucket is its uid's).
 WORDS = ("amber", "birch", "cedar", "delta", "ember", "fjord", "grove", "heron", "iris",
          "jade", "kelp", "lotus", "maple", "nova", "onyx", "pine", "quartz", "raven", "sage",
          "tulip")  # fmt: skip
@@ -61,8 +62,9 @@ def fnv1a64(text: str) -> int:
     return value
 
 
-def bucket_of(namespace: str) -> int:
-    return fnv1a64(namespace) >> 58
+def bucket_of(uid: str) -> int:
+    """Which of the 120 equal ranges of the hash space the uid's hash is in."""
+    return (fnv1a64(uid) * BUCKETS) >> 64
 
 
 def parse_buckets(text: str) -> frozenset[int]:
@@ -78,7 +80,7 @@ def test_the_bucket_arithmetic() -> None:
     # FNV-1a-64's published vectors, and the top 6 bits.
     assert fnv1a64("") == 0xCBF29CE484222325
     assert fnv1a64("a") == 0xAF63DC4C8601EC8C
-    assert bucket_of("") == 0xCBF29CE484222325 >> 58 == 50
+    assert bucket_of("") == (0xCBF29CE484222325 * 120) >> 64 == 95
     assert parse_buckets("0-2,9,62-63") == {0, 1, 2, 9, 62, 63}
 
 
@@ -292,17 +294,23 @@ def create_sample(deployed: Deployed, namespace: str) -> None:
     )
 
 
-def pick_namespaces(shares: dict[str, frozenset[int]]) -> dict[str, str]:
-    """Namespace -> the replica whose bucket it falls in: one per replica that
-    holds any of the words' buckets (at least two replicas)."""
+def make_samples(deployed: Deployed, shares: dict[str, frozenset[int]]) -> dict[str, str]:
+    """Namespace -> the replica whose bucket its sample's uid falls in: samples
+    made one namespace at a time until every replica has one, eight at most (on
+    two replicas at least)."""
     picked: dict[str, str] = {}
-    for word in WORDS:
+    for word in WORDS[:8]:
         namespace = f"shard-{word}"
-        holder = holder_of(shares, bucket_of(namespace))
-        if holder not in picked.values():
-            picked[namespace] = holder
+        create_sample(deployed, namespace)
+        picked[namespace] = holder_of(shares, sample_bucket(deployed.cluster, namespace))
+        if len(set(picked.values())) == len(shares):
+            break
     assert len(set(picked.values())) >= 2, (shares, picked)
     return picked
+
+
+def sample_bucket(cluster: NodeCluster, namespace: str) -> int:
+    return bucket_of(memcached(cluster, namespace)["metadata"]["uid"])
 
 
 class LogFollower:
@@ -348,13 +356,12 @@ def test_deleting_one_pod_moves_its_share_to_the_others(sharded: Deployed) -> No
     core = cluster.core
     shares = wait_for_settled_ring(cluster, f"{REPLICAS} replicas sharing buckets 0-63")
 
-    picked = pick_namespaces(shares)
-    for namespace in picked:
-        create_sample(sharded, namespace)
+    picked = make_samples(sharded, shares)
     for namespace, holder in picked.items():
         wait_for(
             lambda namespace=namespace: reconciled(cluster, namespace, available=True),
-            f"the Memcached in {namespace} (bucket {bucket_of(namespace)}, {holder}'s) "
+            f"the Memcached in {namespace} (bucket {sample_bucket(cluster, namespace)}, "
+            f"{holder}'s) "
             "to be reconciled and Available",
             timeout=300,
             details=lambda: operator_log(cluster),
@@ -369,7 +376,7 @@ def test_deleting_one_pod_moves_its_share_to_the_others(sharded: Deployed) -> No
     # The victim: the replica of the first namespace picked.
     moved, victim = next(iter(picked.items()))
     victim_lease = f"{RING}-{victim}"
-    bucket = bucket_of(moved)
+    bucket = sample_bucket(cluster, moved)
     last_seen = ring_leases(cluster)[victim_lease]
     victim_log = LogFollower(cluster, victim)
     deleted_at = time.time()

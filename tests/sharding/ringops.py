@@ -15,8 +15,10 @@ the kernel, however the first ended. The intervals between `start` and `end`
 say the same from the logs, with the replicas and times to show.
 
 Nothing here reads the product's code: buckets are computed here, from the
-interface (FNV-1a-64 of the namespace, top 6 bits), so the tests check the
-product's arithmetic too.
+interface (FNV-1a-64 of the object's uid, in 120 equal ranges; a dependent's, its
+owner's, as its label `ansible-operator.io/owner-shard` says), so the tests
+check the product's arithmetic too. The namespaces are named as people name
+them, in sequence (`<prefix>-00`, `<prefix>-01`, ...), not picked per bucket.
 """
 
 from __future__ import annotations
@@ -47,9 +49,10 @@ GROUP, VERSION, KIND, PLURAL = "ring.example.com", "v1alpha1", "Shardling", "sha
 KINDS = CustomKinds(GROUP, VERSION, {KIND: PLURAL})
 RESOURCE = f"{GROUP}/{VERSION}/{PLURAL}"  # the `resource` label of watch_events_total
 
-BUCKETS = 64
+BUCKETS = 120
 RING_LABEL = "ansible-operator.io/shard-ring"
 HELD_ANNOTATION = "ansible-operator.io/shards-held"
+OWNER_SHARD_LABEL = "ansible-operator.io/owner-shard"
 LEASE_SECONDS = 6
 HOLD = 0.3  # seconds a run holds its object (the role's default `hold`)
 RING_TIMINGS = [
@@ -57,7 +60,6 @@ RING_TIMINGS = [
     "--leader-elect-renew-deadline=4s",
     "--leader-elect-retry-period=1s",
 ]
-JOINED = r"shard ring joined ring=(\S+) identity=(\S+) lease=(\S+) filtering=(\w+)"
 
 
 # ----- buckets -------------------------------------------------------------------
@@ -70,8 +72,10 @@ def fnv1a64(text: str) -> int:
     return value
 
 
-def bucket_of(namespace: str) -> int:
-    return fnv1a64(namespace) >> 58
+def bucket_of(uid: str) -> int:
+    """The bucket of an object of this uid (the API server's `object.metadata.uid`
+    key): which of 120 equal ranges of the hash space its hash is in."""
+    return (fnv1a64(uid) * BUCKETS) >> 64
 
 
 def parse_buckets(text: str) -> frozenset[int]:
@@ -84,23 +88,18 @@ def parse_buckets(text: str) -> frozenset[int]:
 
 
 def namespace_names(count: int, prefix: str = "ring") -> list[str]:
-    """`count` fresh namespace names in `count` different buckets, so that every
-    replica's share of the 64 buckets is a like share of the namespaces (random
-    names would put several in one bucket, and shares of 30 would vary more)."""
-    assert count <= BUCKETS
+    """`count` fresh namespace names in sequence, as people name them
+    (`ring-1a2b3c-00`, `ring-1a2b3c-01`, ...): under the namespace's hash they
+    would all share one bucket."""
     run = uuid.uuid4().hex[:6]
-    names: dict[int, str] = {}
-    index = 0
-    while len(names) < count:
-        name = f"{prefix}-{run}-{index}"
-        names.setdefault(bucket_of(name), name)
-        index += 1
-    return sorted(names.values())
+    return [f"{prefix}-{run}-{index:02d}" for index in range(count)]
 
 
-def object_bucket(key: str) -> int:
-    """The bucket of 'namespace/name'."""
-    return bucket_of(key.partition("/")[0])
+def buckets_of(api: client.ApiClient, spaces: Iterable[str]) -> dict[str, int]:
+    """The bucket of each Shardling of `spaces`, by 'namespace/name'."""
+    return {
+        key: bucket_of(obj["metadata"]["uid"]) for key, obj in list_objects(api, spaces).items()
+    }
 
 
 # ----- namespaces and objects ------------------------------------------------------
@@ -194,7 +193,7 @@ def done(obj: dict[str, Any]) -> bool:
 
 def _status_line(key: str, obj: dict[str, Any] | None) -> str:
     if obj is None:
-        return f"  {key} (bucket {object_bucket(key)}): absent"
+        return f"  {key}: absent"
     status = obj.get("status") or {}
     conditions = {
         c.get("type"): f"{c.get('status')}:{c.get('reason', '')}"
@@ -202,7 +201,8 @@ def _status_line(key: str, obj: dict[str, Any] | None) -> str:
     }
     failure = condition_of(obj, "Failure") or {}
     return (
-        f"  {key} (bucket {object_bucket(key)}): generation {obj['metadata']['generation']}, "
+        f"  {key} (bucket {bucket_of(obj['metadata']['uid'])}): "
+        f"generation {obj['metadata']['generation']}, "
         f"observed {status.get('observedGeneration')}, conditions {conditions}"
         + (f", failure: {failure.get('message')}" if failure.get("status") == "True" else "")
     )
@@ -310,8 +310,10 @@ class Replica:
     def metric(self, name: str, /, **labels: str) -> float:
         return self.process.metric(name, **labels)
 
-    def joined(self, timeout: float = 90.0) -> re.Match[str]:
-        return self.process.wait_for_log(JOINED, timeout=timeout)
+    def filtering(self, ring: str) -> str:
+        """ "server" when the API server filters its watches by shard, else "client"."""
+        server_side = self.metric("ansible_operator_shard_server_side", ring=ring)
+        return "server" if server_side == 1 else "client"
 
     def unfinished(self) -> list[Run]:
         """Its runs with a `start` and no `end` (yet)."""
@@ -344,11 +346,17 @@ class Ring:
         self.replicas: dict[str, Replica] = {}
 
     def start(self, *names: str) -> list[Replica]:
-        """Start replicas with these POD_NAMEs; return once each has joined."""
+        """Start replicas with these POD_NAMEs; return once each is ready (it
+        has joined the ring, its controllers run) and its Lease is there."""
         started = [self._start(name) for name in names]
         for replica in started:
-            replica.process.wait_for_log(r"operator started", timeout=120)
-            replica.joined()
+            replica.process.wait_ready(timeout=120)
+            eventually(
+                lambda replica=replica: self.lease_of(replica.name) is not None,
+                timeout=30,
+                what=f"{replica.name}'s ring Lease",
+                describe=self.describe,
+            )
         return started
 
     def _start(self, name: str) -> Replica:
@@ -420,6 +428,10 @@ class Ring:
             .list_namespaced_lease(self.lease_namespace, label_selector=f"{RING_LABEL}={self.name}")
             .items
         )
+
+    def lease_of(self, name: str) -> client.V1Lease | None:
+        """The ring Lease of the member `name`, if it has one."""
+        return next((x for x in self.leases() if self.member_of(x) == name), None)
 
     def member_of(self, lease: client.V1Lease) -> str:
         prefix = f"{self.name}-"
@@ -764,7 +776,7 @@ def overlaps(log: RunsLog, killed: Mapping[str, float]) -> list[str]:
                     break
                 if other != replica:
                     found.append(
-                        f"{key} (bucket {object_bucket(key)}): run by {replica} "
+                        f"{key}: run by {replica} "
                         f"[{start:.3f}, {end:.3f}] ({how}) overlaps run by {other} "
                         f"[{other_start:.3f}, {other_end:.3f}] ({other_how})"
                     )
@@ -773,7 +785,7 @@ def overlaps(log: RunsLog, killed: Mapping[str, float]) -> list[str]:
 
 def clashes(log: RunsLog) -> list[str]:
     return [
-        f"{mark.key} (bucket {object_bucket(mark.key)}): {mark.replica} found the object's "
+        f"{mark.key}: {mark.replica} found the object's "
         f"lock taken at {mark.at:.3f} (another run of it still live)"
         for mark in log.clashes
     ]

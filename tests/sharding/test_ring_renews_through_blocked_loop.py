@@ -13,12 +13,11 @@ from kubernetes import client
 
 from ansible_operator.cluster import Cluster
 from ansible_operator.kube.config import load_config
-from ansible_operator.kube.namespace_scope import NamespaceScope
+from ansible_operator.kube.object_share import ObjectShare
 from ansible_operator.observability.metrics import Metrics
-from ansible_operator.sharding.buckets import parse_buckets
+from ansible_operator.sharding.buckets import BUCKETS, parse_buckets
 from ansible_operator.sharding.ring import HELD_ANNOTATION, RING_LABEL
 from ansible_operator.sharding.ring_thread import ShardRingThread
-from ansible_operator.sharding.scope import ShardedScope
 
 pytestmark = pytest.mark.cluster
 
@@ -31,13 +30,11 @@ async def _no_runs(_buckets: frozenset[int]) -> None:
     return None
 
 
-def _member(
-    cluster: Cluster, namespace: str, identity: str
-) -> tuple[ShardRingThread, ShardedScope]:
-    scope = ShardedScope(NamespaceScope())
+def _member(cluster: Cluster, namespace: str, identity: str) -> tuple[ShardRingThread, ObjectShare]:
+    share = ObjectShare()
     ring = ShardRingThread(
         load_config(cluster.kubeconfig),
-        scope,
+        share,
         _no_runs,
         ring=RING,
         namespace=namespace,
@@ -46,7 +43,7 @@ def _member(
         on_wedged=lambda: pytest.fail(f"{identity} saw its loss unheard"),
         **DURATIONS,
     )
-    return ring, scope
+    return ring, share
 
 
 def _held(kube_api: client.ApiClient, namespace: str) -> dict[str, tuple[frozenset[int], str]]:
@@ -79,11 +76,11 @@ def hold_the_loop(
 async def test_a_member_keeps_its_lease_and_share_while_its_event_loop_is_blocked(
     kube_cluster: Cluster, kube_api: client.ApiClient, kube_namespace: str
 ) -> None:
-    blocked, blocked_scope = _member(kube_cluster, kube_namespace, "blocked")
+    blocked, blocked_share = _member(kube_cluster, kube_namespace, "blocked")
     await asyncio.wait_for(blocked.join(), 30)
-    every = frozenset(range(64))
-    assert blocked_scope.active == every  # alone in the ring: every bucket
-    other, other_scope = _member(kube_cluster, kube_namespace, "other")
+    every = frozenset(range(BUCKETS))
+    assert blocked_share.active == every  # alone in the ring: every bucket
+    other, other_share = _member(kube_cluster, kube_namespace, "other")
     await asyncio.wait_for(other.join(), 30)
     try:
         seen = hold_the_loop(kube_api, kube_namespace)
@@ -99,12 +96,12 @@ async def test_a_member_keeps_its_lease_and_share_while_its_event_loop_is_blocke
 
         async def split() -> None:
             while True:
-                if other_scope.active and blocked_scope.active | other_scope.active == every:
+                if other_share.active and blocked_share.active | other_share.active == every:
                     return
                 await asyncio.sleep(0.1)
 
         await asyncio.wait_for(split(), 30)
-        assert not blocked_scope.active & other_scope.active
+        assert not blocked_share.active & other_share.active
     finally:
         await other.leave()
         await blocked.leave()

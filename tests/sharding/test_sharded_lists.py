@@ -1,8 +1,9 @@
 """What kube-apiserver does with a shard selector, with real objects: with
 ShardedListAndWatch on, a LIST or WATCH with `shardSelector` keeps only the
-objects whose field hashes (64-bit FNV-1a) into the range, and the LIST says so
-in `metadata.shardInfo`; with the gate off the selector is ignored and the LIST
-has no shardInfo, which is how the operator will tell the two apart."""
+objects whose field (the namespace, or the uid, the operator's key) hashes
+(64-bit FNV-1a) into the range, and the LIST says so in `metadata.shardInfo`;
+with the gate off the selector is ignored and the LIST has no shardInfo, which
+is how the operator will tell the two apart."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ FNV_PRIME = 0x100000001B3
 HALF = 0x8000000000000000  # the range's exclusive end: the lower half of the hash space
 # The parser wants exactly 16 hex digits after 0x (or 0x10000000000000000, 2^64).
 SELECTOR = "shardRange(object.metadata.namespace, '0x0000000000000000', '0x8000000000000000')"
+BY_UID = "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"
 PER_NAMESPACE = 5
 # What the watch test does in each namespace, as the events it should see.
 CHANGES = (("ADDED", "added"), ("MODIFIED", "cm-0"), ("DELETED", "cm-1"))
@@ -184,6 +186,26 @@ def test_a_sharded_list_keeps_only_objects_whose_namespace_hashes_into_range(
         for namespace in sharded_spread[:2]  # the two in the shard
         for index in range(PER_NAMESPACE)
     }
+
+
+def test_a_sharded_list_by_uid_splits_each_namespace(
+    sharded_api: client.ApiClient, sharded_spread: list[str]
+) -> None:
+    listed = get_json(sharded_api, "/api/v1/configmaps", shardSelector=BY_UID)
+
+    assert listed["metadata"].get("shardInfo") == {"selector": BY_UID}
+    full = get_json(
+        sharded_api,
+        "/api/v1/configmaps",
+        resourceVersion=listed["metadata"]["resourceVersion"],
+        resourceVersionMatch="Exact",
+    )
+    lower = [item for item in full["items"] if fnv1a_64(item["metadata"]["uid"]) < HALF]
+    assert keys(listed["items"]) == keys(lower)
+    # Of our 4 namespaces x 5 ConfigMaps, some of most namespaces on each side.
+    ours = {key for key in keys(full["items"]) if key[0] in sharded_spread}
+    kept = {key for key in keys(listed["items"]) if key[0] in sharded_spread}
+    assert kept and kept != ours
 
 
 def test_a_sharded_watch_delivers_only_events_of_objects_in_range(

@@ -11,13 +11,23 @@ import copy
 import itertools
 from typing import Any
 
+import pytest
+
 from ansible_operator.kube.client import ApiError
-from ansible_operator.kube.namespace_scope import NamespaceScope
+from ansible_operator.kube.object_share import ObjectShare
 from ansible_operator.observability.metrics import Metrics
 from ansible_operator.sharding.assignment import assign
 from ansible_operator.sharding.buckets import BUCKETS, parse_buckets
-from ansible_operator.sharding.ring import HELD_ANNOTATION, LocalShare, ShardRing
-from ansible_operator.sharding.scope import ShardedScope
+from ansible_operator.sharding.ring import (
+    HELD_ANNOTATION,
+    KEY_ANNOTATION,
+    RING_LABEL,
+    LocalShare,
+    ShardRing,
+)
+
+# On the event loop's fake clock (looptime): sleeps, delays and timeouts take no real time.
+pytestmark = pytest.mark.looptime
 
 
 class LeaseStore:
@@ -28,6 +38,11 @@ class LeaseStore:
         self.leases: dict[str, dict[str, Any]] = {}
         self.versions = itertools.count(1)
         self.rings: list[ShardRing] = []
+        self.watchers: list[asyncio.Queue[dict[str, Any]]] = []
+
+    def tell(self, kind: str, lease: dict[str, Any]) -> None:
+        for queue in self.watchers:
+            queue.put_nowait({"type": kind, "object": copy.deepcopy(lease)})
 
     def check(self) -> None:
         owners: dict[int, str] = {}
@@ -61,6 +76,19 @@ class FakeApi:
         await self.store.step()
         return {"metadata": {}, "items": copy.deepcopy(list(self.store.leases.values()))}
 
+    async def watch(self, _resource: Any, _namespace: str, **_options: Any) -> Any:
+        """Every Lease now, then each change (as the API server's watch without
+        a resourceVersion)."""
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        for lease in self.store.leases.values():
+            queue.put_nowait({"type": "ADDED", "object": copy.deepcopy(lease)})
+        self.store.watchers.append(queue)
+        try:
+            while True:
+                yield await queue.get()
+        finally:
+            self.store.watchers.remove(queue)
+
     async def get(self, _resource: Any, name: str, _namespace: str) -> dict[str, Any]:
         await self.store.step()
         if name not in self.store.leases:
@@ -85,24 +113,35 @@ class FakeApi:
 
     async def delete(self, _resource: Any, name: str, _namespace: str) -> Any:
         await self.store.step()
-        self.store.leases.pop(name, None)
+        gone = self.store.leases.pop(name, None)
+        if gone is not None:
+            self.store.tell("DELETED", gone)
         return {}
 
     def _store(self, body: dict[str, Any]) -> dict[str, Any]:
         stored = copy.deepcopy(body)
         stored["metadata"]["resourceVersion"] = str(next(self.store.versions))
-        self.store.leases[stored["metadata"]["name"]] = stored
+        name = stored["metadata"]["name"]
+        self.store.tell("MODIFIED" if name in self.store.leases else "ADDED", stored)
+        self.store.leases[name] = stored
         self.store.check()
         return copy.deepcopy(stored)
 
 
 def _active(ring: ShardRing) -> frozenset[int]:
-    """What the replica's scope reconciles now."""
+    """What the replica's share reconciles now."""
     assert isinstance(ring.share, LocalShare)
-    return ring.share.scope.active
+    return ring.share.share.active
 
 
-def _ring(store: LeaseStore, identity: str, drained: asyncio.Event | None = None) -> ShardRing:
+def _ring(
+    store: LeaseStore,
+    identity: str,
+    drained: asyncio.Event | None = None,
+    *,
+    retry_period: float = 0.01,
+    lease_duration: float = 0.6,
+) -> ShardRing:
     async def drain(_buckets: frozenset[int]) -> None:
         if drained is not None:
             await drained.wait()  # reconciles still in flight until the test says
@@ -110,13 +149,13 @@ def _ring(store: LeaseStore, identity: str, drained: asyncio.Event | None = None
 
     ring = ShardRing(
         store.client(),  # type: ignore[arg-type]
-        LocalShare(ShardedScope(NamespaceScope()), drain),
+        LocalShare(ObjectShare(), drain),
         ring="r",
         namespace="ops",
         metrics=Metrics(),
-        lease_duration=0.6,
-        renew_deadline=0.4,
-        retry_period=0.01,
+        lease_duration=lease_duration,
+        renew_deadline=min(0.4, lease_duration),
+        retry_period=retry_period,
         identity=identity,
     )
     store.rings.append(ring)
@@ -197,3 +236,47 @@ async def test_a_replica_whose_lease_was_deleted_stops_everything() -> None:
     del store.leases[ring.lease]
     await asyncio.wait_for(ring.lost.wait(), 5)
     assert not _active(ring)
+
+
+async def test_a_member_keyed_by_namespace_holds_every_bucket_until_it_leaves() -> None:
+    """A replica of the version that keyed objects by namespace (a rolling
+    update): its buckets are not this version's, so none is claimed while it lives."""
+    store = LeaseStore()
+    store.leases["r-old"] = {
+        "metadata": {
+            "name": "r-old",
+            "resourceVersion": "0",
+            "labels": {RING_LABEL: "r"},
+            "annotations": {HELD_ANNOTATION: "0-20", "ansible-operator.io/shard-buckets": "64"},
+        },
+        "spec": {"holderIdentity": "old"},
+    }
+    ring = _ring(store, "replica-0")
+    await ring.join()
+    ring.start()
+    await asyncio.sleep(0.1)  # many rounds
+    assert not _active(ring), "claimed buckets an older replica may be reconciling"
+    lease = store.leases[ring.lease]
+    assert lease["metadata"]["annotations"][KEY_ANNOTATION] == "object.metadata.uid"
+    del store.leases["r-old"]  # it left
+    await _settled([ring])
+    await ring.leave()
+
+
+async def test_members_move_at_once_when_another_s_lease_changes_not_a_retry_period_later() -> None:
+    """Rounds every 30 s (and leases of 60): joining, handing over and leaving
+    still settle within moments, each member woken by the others' Leases."""
+    store = LeaseStore()
+    slow = {"retry_period": 30.0, "lease_duration": 60.0}
+    first = _ring(store, "replica-0", **slow)  # type: ignore[arg-type]
+    await first.join()
+    first.start()
+    second = _ring(store, "replica-1", **slow)  # type: ignore[arg-type]
+    await second.join()
+    second.start()
+    await _settled([first, second], within=0.5)
+    assert _active(first) and _active(second)
+    await first.leave()
+    store.rings.remove(first)
+    await _settled([second], within=0.5)
+    await second.leave()

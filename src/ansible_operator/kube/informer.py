@@ -48,6 +48,19 @@ per namespace, logged once per kind.
 A namespace that enters the scope is listed and its objects dispatched as
 ADDED; one that leaves is forgotten: its objects dropped from the store with
 no event (a DELETED would run finalizers for objects nobody deleted).
+
+With a share (kube/object_share.py, a replica of a shard ring), the store
+holds only the share's objects: by their uid (`follows="self"`), their lists
+and watches carrying the share's `shardSelector` where the API server filters,
+else each object of another share dropped as it arrives, before it is stored
+(counted in `dropped`); or by their owner's label (`follows="owner"`, the
+dependents), with the share's label selector, which every server applies.
+A store of a share is never the whole of a namespace (`covers` says no): the
+proxy answers a GET from it when it holds the object, and forwards the rest.
+When the share grows, every watch is restarted with a relist (the objects it
+brings are not known); when it shrinks, the objects no longer held are
+forgotten with no event (their forget listeners hear the keys) and a watch the
+server filters is restarted with the smaller selector.
 """
 
 from __future__ import annotations
@@ -61,7 +74,9 @@ from typing import Any
 
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.kube.namespace_scope import NamespaceScope
+from ansible_operator.kube.object_share import ObjectShare
 from ansible_operator.kube.selectors import field_predicate, label_predicate
+from ansible_operator.kube.shard_keys import Follows
 from ansible_operator.kube.transform import Held, hold, resource_version
 from ansible_operator.kube.types import Resource
 
@@ -69,6 +84,7 @@ log = logging.getLogger("ansible_operator.informer")
 
 EventListener = Callable[[str, dict[str, Any] | None, dict[str, Any] | None], None]
 StoreKey = tuple[str, str]  # namespace ("" when cluster-scoped), name
+ForgetListener = Callable[[list[StoreKey]], None]
 
 BACKOFF_START = 0.5
 BACKOFF_MAX = 30.0
@@ -105,11 +121,17 @@ class Informer:
         label_selector: str | None = None,
         on_event: EventListener | None = None,
         name: str = "",
+        share: ObjectShare | None = None,
+        follows: Follows = "self",
     ) -> None:
         """`scope` (or `namespaces`, a fixed list; neither: every namespace)
-        limits a namespaced kind; a cluster-scoped one is watched whole."""
+        limits a namespaced kind; a cluster-scoped one is watched whole.
+        `share` (a replica of a shard ring): only its objects are held, keyed
+        as `follows` says (their uid, or their owner's label)."""
         self.api = api
         self.resource = resource
+        self.share = share
+        self.follows: Follows = follows
         if scope is None:
             scope = NamespaceScope(namespaces or ())
         self.scope = scope if resource.namespaced else EVERY_NAMESPACE
@@ -118,6 +140,7 @@ class Informer:
         self.cluster_wide = self.scope.every or self.scope.dynamic or many
         self.label_selector = label_selector
         self._listeners: list[EventListener] = [on_event] if on_event is not None else []
+        self._forget_listeners: list[ForgetListener] = []
         self.name = name or f"{resource.group or 'core'}/{resource.version}/{resource.plural}"
         self._store: dict[StoreKey, Held] = {}
         self._held_bytes = 0
@@ -135,8 +158,8 @@ class Informer:
         self.resource_version = ""
         self.relists = 0
         self.received = 0  # objects the server sent (lists and watch events), before filtering
-        self._selector_in_use: str | None = None  # the cluster-wide watch's shard selector
-        self._resharding = False  # a moved share's relist is under way
+        self.dropped = 0  # ... of which another share's, dropped before they were stored
+        self._selectors_in_use: tuple[str | None, str | None] | None = None
 
     @property
     def namespaces(self) -> list[str | None]:
@@ -157,6 +180,8 @@ class Informer:
         self._started = True
         if not self.scope.every:
             self.scope.add_listener(self)
+        if self.share is not None:
+            self.share.add_listener(self)
         for namespace in self.namespaces:
             self._spawn(namespace)
         self._check_synced()
@@ -180,6 +205,8 @@ class Informer:
 
     async def stop(self) -> None:
         self.scope.remove_listener(self)
+        if self.share is not None:
+            self.share.remove_listener(self)
         tasks = [*self._tasks.values(), *self._entering.values()]
         for task in tasks:
             task.cancel()
@@ -196,16 +223,31 @@ class Informer:
         for held in list(self._store.values()):
             self._tell(listener, "ADDED", None, held.unpack())
 
+    def add_forget_listener(self, listener: ForgetListener) -> None:
+        """`listener` hears the keys of the objects a share that shrank forgot."""
+        self._forget_listeners.append(listener)
+
     def covers(self, namespace: str | None) -> bool:
-        """Whether the store holds the objects of `namespace` (None: of every namespace)."""
+        """Whether the store holds the objects of `namespace` (None: of every
+        namespace): never for a share's store, which holds some of each."""
+        if self.share is not None:
+            return False
         if namespace is None:
             return self.scope.every
         if not self.scope.contains(namespace):
             return False
         if self.cluster_wide:
-            # While a moved share is relisted, its new namespaces are not held yet.
-            return not self._resharding and namespace not in self._entering
+            return namespace not in self._entering
         return namespace in self._listed
+
+    @property
+    def partial(self) -> bool:
+        """Whether the store holds a replica's share of each namespace only."""
+        return self.share is not None
+
+    def holds(self, namespace: str | None, name: str) -> bool:
+        """Whether the store holds that object (in a share: whether it is ours now)."""
+        return (namespace or "", name) in self._store
 
     # ----- the scope's changes (ScopeListener) -------------------------------
     def namespace_entered(self, namespace: str) -> None:
@@ -222,26 +264,35 @@ class Informer:
             self._list_entered(namespace), name=f"informer {self.name} entering {namespace}"
         )
 
-    def share_changed(self, entering: list[str], gained: frozenset[int]) -> None:
-        """A sharded scope (sharding/scope.py) moved: when it grew, relist across
-        the cluster with the new share (which namespaces it brings is not
-        known), or list the `entering` ones of a fixed list; when it only
-        shrank (its objects already forgotten), restart a watch the server
-        filters, so that it stops sending what is no longer ours."""
+    def share_changed(self, gained: frozenset[int], lost: frozenset[int]) -> None:
+        """The share (kube/object_share.py) moved: forget what is no longer
+        held, telling no event listener; then, if it grew, relist every watch
+        (which objects it brings is not known), or if only the selector the
+        server applies changed, restart the watches with the new one."""
         if not self._started:
             return
-        grew = bool(gained)
-        if not self.cluster_wide:
-            for namespace in entering if grew else ():
-                self._spawn(namespace)
+        if lost:
+            self._forget_keys(
+                [key for key, held in self._store.items() if held.bucket in lost],
+                [key for key, (_, held) in self._written.items() if held and held.bucket in lost],
+            )
+        if not gained and self._selectors() == self._selectors_in_use:
             return
-        if not grew and self._shard_selector(None) == self._selector_in_use:
-            return
-        task = self._tasks.pop(None, None)
-        if task is not None:
-            task.cancel()
-        self._resharding = True
-        self._spawn(None)
+        for namespace in list(self._tasks):
+            self._tasks.pop(namespace).cancel()
+            self._spawn(namespace)
+
+    def _forget_keys(self, keys: list[StoreKey], written: Iterable[StoreKey] = ()) -> None:
+        for key in keys:
+            self._drop(key)
+        for key in written:
+            self._written.pop(key, None)
+        if keys:
+            for listener in list(self._forget_listeners):
+                try:
+                    listener(list(keys))
+                except Exception:
+                    log.exception("forget listener failed informer=%s", self.name)
 
     def namespace_left(self, namespace: str) -> None:
         for tasks in (self._tasks, self._entering):
@@ -251,6 +302,37 @@ class Informer:
         self._deleted_while_entering.pop(namespace, None)
         self._listed.discard(namespace)
         self._forget(namespace)
+
+    # ----- what the store keeps ------------------------------------------------
+    def _kept(self, obj: dict[str, Any], *, sent: bool = True) -> Held | None:
+        """`obj` as the store keeps it, or None when it is not kept: out of the
+        namespaces, or another share's (counted in `dropped` if the server `sent` it)."""
+        if not self.scope.contains(_key(obj)[0]):
+            return None
+        if self.share is None:
+            return hold(obj)
+        bucket = self.share.bucket(obj, self.follows)
+        if not self.share.holds_bucket(bucket):
+            self.dropped += sent
+            return None
+        return hold(obj, bucket)
+
+    def _keeps_still(self, key: StoreKey, held: Held) -> bool:
+        """Whether an object kept a moment ago is still: the namespace or the
+        share may have moved while a list was being dispatched."""
+        if not self.scope.contains(key[0]):
+            return False
+        return self.share is None or self.share.holds_bucket(held.bucket)
+
+    def _selectors(self) -> tuple[str | None, str | None]:
+        """(shardSelector, label selector) of every list and watch: the
+        share's, with the informer's own label selector."""
+        if self.share is None:
+            return None, self.label_selector
+        if self.follows == "self":
+            return self.share.shard_selector(), self.label_selector
+        owner = self.share.owner_selector()
+        return None, f"{self.label_selector},{owner}" if self.label_selector else owner
 
     def _forget(self, namespace: str) -> None:
         """Drop the objects of `namespace`, telling no one: they were not deleted."""
@@ -350,12 +432,15 @@ class Informer:
         and never holds an object outside the scope."""
         key = _key(obj)
         new_version = resource_version(obj)
-        if new_version is None or not self.scope.contains(key[0]):
+        if new_version is None:
+            return
+        kept = self._kept(obj, sent=False)
+        if kept is None:
             return
         newest = self._newest_version(key)
         if newest is not None and newest > new_version:
             return
-        self._written[key] = (new_version, None if deleted else hold(obj))
+        self._written[key] = (new_version, None if deleted else kept)
 
     def _newest_version(self, key: StoreKey) -> int | None:
         """The resourceVersion `get` would answer with (None: none held)."""
@@ -380,14 +465,12 @@ class Informer:
                 if version is None:
                     version = await self._relist(namespace)
                     listed_generation = generation
-                shard_selector = self._shard_selector(namespace)
-                if namespace is None:
-                    self._selector_in_use = shard_selector
+                shard_selector, label_selector = self._selectors_in_use = self._selectors()
                 async for event in self.api.watch(
                     self.resource,
                     namespace,
                     resource_version=version,
-                    label_selector=self.label_selector,
+                    label_selector=label_selector,
                     shard_selector=shard_selector,
                     timeout_seconds=random.randint(*WATCH_TIMEOUT),
                 ):
@@ -418,14 +501,6 @@ class Informer:
                 await self.api.pause(backoff)
                 backoff = min(backoff * 2, BACKOFF_MAX)
 
-    def _shard_selector(self, namespace: str | None) -> str | None:
-        """A sharded scope's selector, for a list or watch across the cluster
-        (a namespace's own watch needs none: the namespace is in the share)."""
-        if namespace is not None:
-            return None
-        selector = getattr(self.scope, "shard_selector", None)
-        return selector() if selector is not None else None
-
     def _watch_each_namespace(self, error: ApiError) -> None:
         """The cluster-wide list or watch was refused (RBAC for some namespaces
         only): one watch per namespace instead, from now on."""
@@ -448,22 +523,24 @@ class Informer:
         self._check_synced()
 
     async def _relist(self, namespace: str | None) -> str:
+        shard_selector, label_selector = self._selectors()
         listing = await self.api.list(
             self.resource,
             namespace,
-            label_selector=self.label_selector,
-            shard_selector=self._shard_selector(namespace),
+            label_selector=label_selector,
+            shard_selector=shard_selector,
         )
         self.relists += 1
         self.received += len(listing.get("items") or [])
         fresh = {}
         for item in listing.get("items") or []:
             key = _key(item)
-            if not self.scope.contains(key[0]):
-                continue  # a cluster-wide list: another namespace's
             item.setdefault("apiVersion", self.resource.api_version)
             item.setdefault("kind", self.resource.kind)
-            fresh[key] = (item, hold(item))
+            kept = self._kept(item)
+            if kept is None:
+                continue  # another namespace's (a cluster-wide list), or another share's
+            fresh[key] = (item, kept)
             if len(fresh) % DISPATCH_BATCH == 0:
                 await asyncio.sleep(0)  # a list of thousands: other tasks run meanwhile
         version = (listing.get("metadata") or {}).get("resourceVersion") or ""
@@ -476,7 +553,7 @@ class Informer:
             if number % DISPATCH_BATCH == 0:
                 await asyncio.sleep(0)
         for number, (key, (item, held)) in enumerate(fresh.items(), 1):
-            if self.scope.contains(key[0]):  # it may have left while we yielded
+            if self._keeps_still(key, held):  # it may have left while we yielded
                 old = self._store.get(key)
                 self._put(key, held)
                 if old is None:
@@ -486,8 +563,6 @@ class Informer:
             if number % DISPATCH_BATCH == 0:
                 await asyncio.sleep(0)
         self._listed.add(namespace)
-        if namespace is None:
-            self._resharding = False
         self._check_synced()
         return version
 
@@ -496,9 +571,13 @@ class Informer:
         whose events the watch dropped until now."""
         backoff = BACKOFF_START
         while True:
+            shard_selector, label_selector = self._selectors()
             try:
                 listing = await self.api.list(
-                    self.resource, namespace, label_selector=self.label_selector
+                    self.resource,
+                    namespace,
+                    label_selector=label_selector,
+                    shard_selector=shard_selector,
                 )
                 break
             except ApiError as error:
@@ -519,11 +598,14 @@ class Informer:
             old = self._store.get(key)
             old_version = None if old is None else old.version
             newer_held = old_version is not None and (resource_version(item) or 0) <= old_version
-            if key in deleted or newer_held or not self.scope.contains(key[0]):
+            if key in deleted or newer_held:
                 continue
             item.setdefault("apiVersion", self.resource.api_version)
             item.setdefault("kind", self.resource.kind)
-            self._put(key, hold(item))
+            kept = self._kept(item)
+            if kept is None:
+                continue
+            self._put(key, kept)
             self._dispatch("ADDED" if old is None else "MODIFIED", _unpacked(old), item)
             if number % DISPATCH_BATCH == 0:
                 await asyncio.sleep(0)
@@ -544,6 +626,16 @@ class Informer:
         obj.setdefault("apiVersion", self.resource.api_version)
         obj.setdefault("kind", self.resource.kind)
         old = self._store.get(key)
+        kept = None if kind == "DELETED" else self._kept(obj)
+        if kind in ("ADDED", "MODIFIED") and kept is None:
+            if old is not None:
+                # Relabelled into another share: theirs now, not deleted.
+                self._forget_keys([key])
+            return version
+        share = self.share
+        if kind == "DELETED" and old is None and share and not share.holds(obj, self.follows):
+            self.dropped += 1
+            return version  # another share's
         if kind == "DELETED":
             self._drop(key)
             self._forget_written(key, resource_version(obj))
@@ -551,7 +643,8 @@ class Informer:
                 self._deleted_while_entering[key[0]].add(key)
             self._dispatch("DELETED", _unpacked(old), obj)
         elif kind in ("ADDED", "MODIFIED"):
-            self._put(key, hold(obj))
+            assert kept is not None
+            self._put(key, kept)
             self._dispatch("ADDED" if old is None else "MODIFIED", _unpacked(old), obj)
         return version
 

@@ -60,6 +60,7 @@ class Held:
     size: int  # estimated bytes held, as ansible_operator_cache_bytes reports them
     packed: bytes | None
     whole: dict[str, Any] | None = None  # an object too deep to encode
+    bucket: int | None = None  # its shard bucket, in a share's informer (kube/object_share.py)
 
     def unpack(self) -> dict[str, Any]:
         """The object as the server sent it: a new copy, unless it was too deep to pack."""
@@ -70,15 +71,15 @@ class Held:
         return obj
 
 
-def hold(obj: dict[str, Any]) -> Held:
-    """What the store keeps of `obj`."""
+def hold(obj: dict[str, Any], bucket: int | None = None) -> Held:
+    """What the store keeps of `obj` (`bucket`: its shard bucket, kept beside it)."""
     version = resource_version(obj)
     try:
         encoded = json.dumps(obj, separators=(",", ":")).encode()
     except RecursionError:
-        return Held(version, _estimate(obj) + _entry_size(obj), None, obj)
+        return Held(version, _estimate(obj) + _entry_size(obj), None, obj, bucket)
     packed = zlib.compress(encoded, LEVEL)
-    return Held(version, sys.getsizeof(packed) + _entry_size(obj), packed)
+    return Held(version, sys.getsizeof(packed) + _entry_size(obj), packed, None, bucket)
 
 
 def resource_version(obj: dict[str, Any] | None) -> int | None:

@@ -10,6 +10,12 @@ point to (handlers.py) and into the owners' controllers' queues.
 Reads never start a watch: the proxy answers from an informer that already
 exists, or forwards to the server. That is the reference's memory leak fixed.
 
+In a shard ring, a dependent kind's informer holds the dependents of this
+replica's owners only: those labelled with a bucket of its share (the proxy
+labels what runs create with the owner's bucket, kube/shard_keys.py), so a
+dependent's drift reaches the replica reconciling its owner, and each
+replica holds about 1/N of the dependents.
+
 A run's own write is no reason to run again. The proxy reports each write
 before it sends it and settles it when the API server has answered, before
 the run hears the answer. A change event that would re-queue an owner while
@@ -168,7 +174,10 @@ class DependentWatches:
             return
         self._following[key] = {owning.kind: owning.enqueue}
         self._say_watching(write.resource, write.owner)
-        self.cache.informer(write.resource).add_listener(self._listener(key))
+        # In a shard ring, the dependents of this replica's owners only (by the
+        # owner's shard label the proxy stamps on what runs create).
+        informer = self.cache.informer(write.resource, follows="owner")
+        informer.add_listener(self._listener(key))
 
     def _listener(self, key: KindKey) -> EventListener:
         def on_event(event: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:

@@ -36,6 +36,7 @@ from ansible_operator.kube.impersonation import verify_impersonation
 from ansible_operator.kube.informer import EventListener, Informer
 from ansible_operator.kube.namespace_scope import NamespaceScope
 from ansible_operator.kube.namespace_selection import SelectedNamespaces
+from ansible_operator.kube.object_share import ObjectShare
 from ansible_operator.kube.types import Resource
 from ansible_operator.lint.assigned_vars import assigned_places
 from ansible_operator.manager.api_health import ApiServerHealth
@@ -64,9 +65,7 @@ from ansible_operator.serving.http_limits import GuardedSite
 from ansible_operator.serving.http_malformed import StrictAppRunner
 from ansible_operator.settings import Settings
 from ansible_operator.settings.precedence import Effective, effective
-from ansible_operator.sharding.buckets import bucket_of
 from ansible_operator.sharding.ring_thread import ShardRingThread
-from ansible_operator.sharding.scope import ShardedScope
 from ansible_operator.webhooks.service import WebhookService
 
 log = logging.getLogger("ansible_operator.manager")
@@ -105,8 +104,10 @@ class Manager:
         self.reconcilers: list[AnsibleReconciler] = []
         self.cache: InformerCache | None = None
         self.scope: NamespaceScope | None = None
+        # With --shard-ring: the objects this replica reconciles, as the ring moves them.
+        self.share: ObjectShare | None = None
         self.ring: ShardRingThread | None = None
-        self._cluster_scoped = _AnnounceClusterScopedOnGain()
+        self._primaries: list[tuple[Controller, Informer]] = []
         self.dependents: DependentWatches | None = None
         self.mapper: RestMapper | None = None
         self.proxy: ApiProxy | None = None
@@ -250,8 +251,11 @@ class Manager:
                 # webhooks' too: started before the election, as the webhooks are.
                 self.mapper = RestMapper(api)
                 self.scope = await self._namespace_scope(api)
-                self.cache = InformerCache(api, self.scope)
-                self.metrics.track_cache(self.cache.held, self.cache.received)
+                if self.options.leader_election.shard_ring:
+                    # Empty until the ring gives this replica its share (sharding/ring.py).
+                    self.share = ObjectShare()
+                self.cache = InformerCache(api, self.scope, share=self.share)
+                self.metrics.track_cache(self.cache.held, self.cache.received, self.cache.dropped)
                 self.dependents = DependentWatches(self.cache)
                 self.proxy = ApiProxy(
                     config,
@@ -259,6 +263,7 @@ class Manager:
                     cache=self.cache,
                     dependents=self.dependents,
                     inject_owner_ref=self.options.proxy.inject_owner_ref,
+                    shard_labels=self.share is not None,
                     port=self.options.proxy.port,
                     trace_configs=[self.metrics.request_counter("proxy")],
                     on_cache_hit=self.metrics.proxy_cache_hits.inc,
@@ -304,10 +309,10 @@ class Manager:
                         return 0
                     acquiring.result()
                     leading.set(1)
-                if isinstance(self.scope, ShardedScope):
+                if self.share is not None:
                     # On a thread of its own, as leader election: renewal never
                     # waits for this loop.
-                    self.ring = self._shard_ring(config, self.scope)
+                    self.ring = self._shard_ring(config, self.share)
                     await self.ring.join()
                 shared = Shared(
                     api=api,
@@ -374,19 +379,15 @@ class Manager:
             scope = SelectedNamespaces(api, selector)
             await scope.start()
             await scope.wait_synced()
-        if self.options.leader_election.shard_ring:
-            # Empty until the ring gives this replica its share (sharding/ring.py).
-            scope = ShardedScope(scope)
-            scope.add_listener(self._cluster_scoped)
         scope.add_listener(_ForgetLeftNamespaces(self.controllers, self.reconcilers))
         return scope
 
-    def _shard_ring(self, config: KubeConfig, scope: ShardedScope) -> ShardRingThread:
+    def _shard_ring(self, config: KubeConfig, share: ObjectShare) -> ShardRingThread:
         settings = self.options.leader_election
         assert settings.shard_ring is not None
         return ShardRingThread(
             config,
-            scope,
+            share,
             self._drain,
             trace_configs=[self.metrics.request_counter("operator")],
             ring=settings.shard_ring,
@@ -397,25 +398,30 @@ class Manager:
             retry_period=settings.retry_period,
         )
 
-    async def _drain(self, buckets: frozenset[int]) -> None:
-        """The reconciles of objects in `buckets` (leaving for another replica):
-        queued ones dropped, those in flight waited for, and stopped after the
-        graceful-shutdown timeout, so the ring can hand the buckets over."""
+    async def _drain(self, _buckets: frozenset[int]) -> None:
+        """The reconciles in flight of objects no longer this replica's (their
+        buckets leave for another replica, and the informers have forgotten
+        them already: no new run of theirs starts, a queued key reconciles as
+        gone), waited for, and stopped after the graceful-shutdown timeout,
+        so the ring can hand the buckets over."""
 
-        def leaving(key: ObjectKey) -> bool:
-            return bucket_of(key.namespace) in buckets
+        def running() -> list[tuple[Controller, ObjectKey]]:
+            return [
+                (controller, key)
+                for controller, informer in self._primaries
+                for key in controller.in_flight(
+                    lambda key, informer=informer: not informer.holds(key.namespace, key.name)
+                )
+            ]
 
-        for controller in self.controllers:
-            controller.forget_where(leaving)
         deadline = time.monotonic() + self.options.runs.graceful_shutdown_timeout
         stopped = False
-        while running := [key for c in self.controllers for key in c.in_flight(leaving)]:
+        while in_flight := running():
             if not stopped and time.monotonic() > deadline:
                 stopped = True
-                for controller in self.controllers:
-                    for key in controller.in_flight(leaving):
-                        controller.stop_run(key, "its shard moved to another replica")
-                log.info("stopped runs of a shard handed over count=%d", len(running))
+                for controller, key in in_flight:
+                    controller.stop_run(key, "its shard moved to another replica")
+                log.info("stopped runs of a shard handed over count=%d", len(in_flight))
             await asyncio.sleep(DRAIN_POLL)
 
     async def _say_whom_we_act_as(self, api: ApiClient) -> None:
@@ -506,13 +512,16 @@ class Manager:
             workers=self._effective(watch).workers,
             metrics=self.metrics,
         )
-        if isinstance(self.scope, ShardedScope):
-            scope = self.scope
-            controller.admits = lambda key: scope.owns(key.namespace)
-        listener = _primary_listener(controller, watch)
-        informer.add_listener(listener)
-        if not resource.namespaced:
-            self._cluster_scoped.kinds.append((informer, listener))
+        if self.share is not None:
+            # The informer holds this replica's share only, and the reconciler
+            # reads from it: an object handed over to another replica reads as
+            # gone. Its key is reconciled so (no run), so that what is kept
+            # per object goes with it.
+            informer.add_forget_listener(
+                lambda keys: [controller.enqueue(ObjectKey(*key)) for key in keys]
+            )
+        informer.add_listener(_primary_listener(controller, watch))
+        self._primaries.append((controller, informer))
         self.dependents.add_owner(watch, controller.enqueue, namespaced=resource.namespaced)
         self.controllers.append(controller)
         if wait:
@@ -544,28 +553,6 @@ class _ForgetLeftNamespaces:
             controller.forget_namespace(namespace)
         for reconciler in self.reconcilers:
             reconciler.forget_namespace(namespace)
-
-
-class _AnnounceClusterScopedOnGain:
-    """Cluster-scoped kinds are watched whole, so their informers hear nothing
-    when this replica's share gains the bucket of "" (where all their objects
-    hash): their objects are announced to the controllers again, as at a start."""
-
-    def __init__(self) -> None:
-        self.kinds: list[tuple[Informer, EventListener]] = []
-
-    def namespace_entered(self, namespace: str) -> None:
-        """Namespaced objects: the informers announce them."""
-
-    def namespace_left(self, namespace: str) -> None:
-        """Namespaced objects: the controllers forget them."""
-
-    def share_changed(self, _entering: list[str], gained: frozenset[int]) -> None:
-        if bucket_of("") not in gained:
-            return
-        for informer, listener in self.kinds:
-            for obj in informer.list():
-                listener("ADDED", None, obj)
 
 
 def _primary_listener(controller: Controller, watch: Watch) -> EventListener:

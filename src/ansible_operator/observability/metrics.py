@@ -147,7 +147,7 @@ class Metrics:
         )
         self.shard_buckets_held = Gauge(
             "ansible_operator_shard_buckets_held",
-            "Hash buckets (of 64) this replica reconciles now",
+            "Hash buckets (of 120) this replica reconciles now",
             ["ring"],
             registry=r,
         )
@@ -183,15 +183,18 @@ class Metrics:
         self,
         read_held: Callable[[], Mapping[str, tuple[int, int]]],
         read_received: Callable[[], Mapping[str, int]] = dict,
+        read_dropped: Callable[[], Mapping[str, int]] = dict,
     ) -> None:
         """The informers' stores: objects and estimated bytes held per informer,
-        and objects the server sent each, read at each scrape (each informer
+        objects the server sent each, and (a shard ring's replica) those of
+        them dropped as another replica's, read at each scrape (each informer
         keeps its totals as objects come and go, so a scrape costs nothing per object)."""
         if self._cache is None:
             self._cache = _CacheCollector()
             self.registry.register(self._cache)
         self._cache.read_held = read_held
         self._cache.read_received = read_received
+        self._cache.read_dropped = read_dropped
 
     def forget_object(self, name: str, namespace: str, group: str, version: str, kind: str) -> None:
         """A deleted object's series go: without this, every object ever
@@ -303,6 +306,7 @@ class _CacheCollector(Collector):
     def __init__(self) -> None:
         self.read_held: Callable[[], Mapping[str, tuple[int, int]]] = dict
         self.read_received: Callable[[], Mapping[str, int]] = dict
+        self.read_dropped: Callable[[], Mapping[str, int]] = dict
 
     def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         objects = GaugeMetricFamily(
@@ -330,3 +334,13 @@ class _CacheCollector(Collector):
         for informer, count in sorted(self.read_received().items()):
             received.add_metric([informer], float(count))
         yield received
+        dropped = CounterMetricFamily(
+            "ansible_operator_shard_dropped",
+            "Objects the API server sent an informer of a shard ring's replica that were "
+            "another replica's, dropped before they were stored (the server does not "
+            "filter by shard: the replica receives everything and keeps its share)",
+            labels=["resource"],
+        )
+        for informer, count in sorted(self.read_dropped().items()):
+            dropped.add_metric([informer], float(count))
+        yield dropped

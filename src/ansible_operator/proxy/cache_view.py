@@ -13,6 +13,10 @@ class ObjectCache(Protocol):
 
 
 class CachedKind(Protocol):
+    # False: a shard ring's replica's share of the kind (what it lacks may
+    # exist elsewhere): a GET it holds is answered, the rest forwarded.
+    complete: bool
+
     def get(self, namespace: str | None, name: str) -> dict[str, Any] | None: ...
 
     def list(

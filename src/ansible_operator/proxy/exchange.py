@@ -36,6 +36,7 @@ class Services:
     dependents: DependentRegistry | None
     inject_owner_ref: bool
     stats: dict[str, int]
+    shard_labels: bool = False  # what runs mark gets its owner's shard label
     on_cache_hit: Callable[[], None] | None = None
     # (owner uid, object uid) already logged as a write left unowned
     unowned_said: set[tuple[str, str]] = field(default_factory=set)

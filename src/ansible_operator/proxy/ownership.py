@@ -11,6 +11,12 @@ that already exists keeps our mark if the object carries it, and otherwise
 leaves the object's ownership alone: adopting a hand-made object would let the
 garbage collector delete it with the custom object (Operator SDK, too, marks
 only what a run creates).
+
+In a shard ring, what a run marks also gets the label `OWNER_SHARD_LABEL`
+(kube/shard_keys.py) with its owner's bucket, by which the replica that
+reconciles the owner watches it (and the others do not); an object that
+carries our mark without it (made before the ring, or by an older version)
+gets it at its owner's next run that writes it, a merge patch included.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ansible_operator.kube.shard_keys import OWNER_SHARD_LABEL, owner_shard_label
 from ansible_operator.kube.types import Owner, group_of
 
 PRIMARY_RESOURCE = "operator-sdk/primary-resource"
@@ -62,13 +69,32 @@ def can_own(owner: Owner, dependent_namespace: str | None) -> bool:
     return dependent_namespace == owner.namespace
 
 
-def inject(body: Mapping[str, Any], owner: Owner, dependent_namespace: str | None) -> Injection:
-    """Return `body` with our ownership marked, never taking an object that
-    another controller already owns."""
+def inject(
+    body: Mapping[str, Any],
+    owner: Owner,
+    dependent_namespace: str | None,
+    *,
+    shard_label: bool = False,
+) -> Injection:
+    """Return `body` with our ownership marked (and, with `shard_label`, the
+    owner's shard labelled), never taking an object that another controller
+    already owns."""
     updated = copy.deepcopy(dict(body))
     metadata = updated.setdefault("metadata", {})
     if not isinstance(metadata, dict):
         return Injection(dict(body), False, "metadata is not an object")
+    marked, refusal = _mark(metadata, owner, dependent_namespace)
+    if refusal:
+        return Injection(dict(body), False, refusal)
+    labelled = shard_label and _label_shard(metadata, owner)
+    return Injection(updated, marked or labelled)
+
+
+def _mark(
+    metadata: dict[str, Any], owner: Owner, dependent_namespace: str | None
+) -> tuple[bool, str]:
+    """Our ownerReference or annotations written into `metadata`: (whether
+    it changed, why not when it may not be)."""
     if can_own(owner, dependent_namespace):
         references = list(metadata.get("ownerReferences") or [])
         ours = owner_reference(owner)
@@ -78,27 +104,62 @@ def inject(body: Mapping[str, Any], owner: Owner, dependent_namespace: str | Non
             if reference.get("uid") == owner.uid:
                 merged = {**reference, **ours}
                 if merged == reference:
-                    return Injection(updated, False)
+                    return False, ""
                 references[index] = merged
                 metadata["ownerReferences"] = references
-                return Injection(updated, True)
+                return True, ""
             if reference.get("controller"):
-                return Injection(
-                    dict(body),
-                    False,
+                return False, (
                     f"already controlled by {reference.get('kind')} {reference.get('name')} "
-                    f"(uid {reference.get('uid')}); not adding ours",
+                    f"(uid {reference.get('uid')}); not adding ours"
                 )
         references.append(ours)
         metadata["ownerReferences"] = references
-        return Injection(updated, True)
+        return True, ""
     annotations = dict(metadata.get("annotations") or {})
     wanted = owner_annotations(owner)
     if all(annotations.get(key) == value for key, value in wanted.items()):
-        return Injection(updated, False)
+        return False, ""
     annotations.update(wanted)
     metadata["annotations"] = annotations
-    return Injection(updated, True)
+    return True, ""
+
+
+def _label_shard(metadata: dict[str, Any], owner: Owner) -> bool:
+    """The owner's shard label written into `metadata`: whether it changed."""
+    labels = metadata.get("labels")
+    if labels is None:
+        labels = metadata["labels"] = {}
+    if not isinstance(labels, dict):
+        return False  # not ours to repair: the server refuses it anyway
+    wanted = owner_shard_label(owner.uid)
+    if labels.get(OWNER_SHARD_LABEL) == wanted:
+        return False
+    labels[OWNER_SHARD_LABEL] = wanted
+    return True
+
+
+def shard_labelled(obj: Mapping[str, Any] | None, owner: Owner) -> bool:
+    """Whether `obj` (an object, or a patch) carries the owner's shard label."""
+    metadata = (obj or {}).get("metadata")
+    labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+    if not isinstance(labels, Mapping):
+        return False
+    return labels.get(OWNER_SHARD_LABEL) == owner_shard_label(owner.uid)
+
+
+def label_patch(patch: Mapping[str, Any], owner: Owner) -> dict[str, Any] | None:
+    """A merge patch that also sets the owner's shard label, or None when the
+    patch's metadata or labels are not objects (left as they are)."""
+    updated = copy.deepcopy(dict(patch))
+    metadata = updated.setdefault("metadata", {})
+    if not isinstance(metadata, dict):
+        return None
+    labels = metadata.setdefault("labels", {})
+    if not isinstance(labels, dict):
+        return None  # `labels: null` drops them all: not ours to undo
+    labels[OWNER_SHARD_LABEL] = owner_shard_label(owner.uid)
+    return updated
 
 
 def patch_removes_ours(patch: Mapping[str, Any], owner: Owner) -> bool:
@@ -143,13 +204,14 @@ def mark_write(
     dependent_namespace: str | None,
     *,
     existing: Mapping[str, Any] | None,
+    shard_label: bool = False,
 ) -> Injection:
     """Our mark for a write that may create or update: `existing` is the object
     as it is now (None when absent, so the write creates it). Marked when it
     creates, or when the object already carries our mark (a replace or apply
     without it would drop it); left alone otherwise, never adopted."""
     if existing is None or carries_ours(existing, owner):
-        return inject(body, owner, dependent_namespace)
+        return inject(body, owner, dependent_namespace, shard_label=shard_label)
     return Injection(
         dict(body),
         False,

@@ -44,18 +44,22 @@ class ApiProxy:
         cache: ObjectCache | None = None,
         dependents: DependentRegistry | None = None,
         inject_owner_ref: bool = True,
+        shard_labels: bool = False,
         port: int = 8888,
         trace_configs: list[aiohttp.TraceConfig] | None = None,
         on_cache_hit: Callable[[], None] | None = None,
     ) -> None:
         """`cache`: the operator's informers, which reads are answered from;
         `dependents`: told of every write (and which kinds a run may read
-        from the cache); `on_cache_hit`: counts the reads the cache answered."""
+        from the cache); `on_cache_hit`: counts the reads the cache answered;
+        `shard_labels` (a replica of a shard ring): what runs mark also gets
+        its owner's shard label (proxy/ownership.py)."""
         self.config = config
         self.mapper = mapper
         self.cache = cache
         self.dependents = dependents
         self.inject_owner_ref = inject_owner_ref
+        self.shard_labels = shard_labels
         self.port = port
         self.trace_configs = trace_configs
         self.on_cache_hit = on_cache_hit
@@ -98,6 +102,7 @@ class ApiProxy:
             cache=self.cache,
             dependents=self.dependents,
             inject_owner_ref=self.inject_owner_ref,
+            shard_labels=self.shard_labels,
             stats=self.stats,
             on_cache_hit=self.on_cache_hit,
         )

@@ -33,7 +33,7 @@ class LeaderElectionSettings:
             "--shard-ring",
             env="SHARD_RING",
             metavar="NAME",
-            help="share the objects with every replica of this ring (by namespace, each "
+            help="share the objects with every replica of this ring (by uid, each "
             "replica holding a Lease of its own; docs/reference.md, Sharding); the "
             "--leader-elect-* durations time its Leases; not with --leader-elect",
         ),

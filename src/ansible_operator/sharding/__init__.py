@@ -1,3 +1,3 @@
-"""Replicas that share the objects: a ring of Leases (ring.py), the hash
-buckets each replica reconciles (buckets.py, assignment.py), and the scope
-that limits a replica's informers to its share (scope.py)."""
+"""Replicas that share the objects: a ring of Leases (ring.py) and the hash
+buckets each replica reconciles (buckets.py, assignment.py); the share the
+informers keep to is kube/object_share.py, the key kube/shard_keys.py."""

@@ -28,6 +28,13 @@ Hand-over, so that no object is ever reconciled by two replicas at once:
   (`lost`), so it has stopped before anyone takes its buckets.
 - A clean shutdown stops the runs, then deletes the Lease: its buckets are
   free at once.
+
+When: every retry period (the Lease's renewal), and at once when another
+member's Lease comes, goes or changes the buckets it holds (a watch of the
+ring's Leases), and when one is due to expire. So a bucket released or left
+by a clean shutdown is claimed within moments, not at the next retry period,
+and a dead member's buckets as soon as its Lease has gone unchanged for a
+lease duration (the watch times each Lease's last change as it happens).
 """
 
 from __future__ import annotations
@@ -39,35 +46,41 @@ import logging
 import os
 import re
 import socket
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.kube.lease_thread import LEASES
+from ansible_operator.kube.object_share import ObjectShare
 from ansible_operator.observability.metrics import Metrics
 from ansible_operator.sharding.assignment import assign
 from ansible_operator.sharding.buckets import (
     BUCKETS,
+    SHARD_KEY,
     format_buckets,
     parse_buckets,
     shard_selector,
 )
-from ansible_operator.sharding.scope import ShardedScope
 
 log = logging.getLogger("ansible_operator.sharding")
 
 RING_LABEL = "ansible-operator.io/shard-ring"
 HELD_ANNOTATION = "ansible-operator.io/shards-held"
 BUCKETS_ANNOTATION = "ansible-operator.io/shard-buckets"
+# What the buckets are buckets of. A member keyed otherwise (a replica of a
+# version that keyed objects by namespace, during a rolling update) is taken
+# as holding every bucket until it leaves or expires: its buckets are not ours.
+KEY_ANNOTATION = "ansible-operator.io/shard-key"
 EVERY_BUCKET = frozenset(range(BUCKETS))
 
 Drain = Callable[[frozenset[int]], Awaitable[None]]
+MIN_TICK_GAP = 0.05  # seconds between two rounds woken by the watch, at least
+EXPIRY_MARGIN = 0.05  # seconds after a Lease's expiry that the round looks at it
 
 
 class Share(Protocol):
-    """Where the ring's decisions take effect: the replica's scope and controllers."""
+    """Where the ring's decisions take effect: the replica's informers and controllers."""
 
     def filtering(self, server_side: bool) -> None:
         """Whether the API server filters by shard (learned once, at joining)."""
@@ -83,24 +96,26 @@ class Share(Protocol):
 
 
 class LocalShare:
-    """A `Share` on the ring's own event loop."""
+    """A `Share` on the ring's own event loop: the replica's `ObjectShare`
+    (kube/object_share.py), which its informers follow, and `drain`, which
+    waits for the released objects' reconciles in flight."""
 
-    def __init__(self, scope: ShardedScope, drain: Drain) -> None:
-        self.scope = scope
+    def __init__(self, share: ObjectShare, drain: Drain) -> None:
+        self.share = share
         self.drain = drain
 
     def filtering(self, server_side: bool) -> None:
-        self.scope.server_side = server_side
+        self.share.server_side = server_side
 
     def activate(self, buckets: frozenset[int]) -> None:
-        self.scope.set_active(buckets)
+        self.share.set_active(buckets)
 
     async def release(self, buckets: frozenset[int]) -> None:
-        self.scope.set_active(self.scope.active - buckets)
+        self.share.set_active(self.share.active - buckets)
         await self.drain(buckets)
 
     def lose(self) -> None:
-        self.scope.set_active(())
+        self.share.set_active(())
 
 
 def replica_identity() -> str:
@@ -155,10 +170,13 @@ class ShardRing:
         self._held: frozenset[int] = frozenset()  # as published in our Lease
         self._draining: dict[frozenset[int], asyncio.Task[None]] = {}
         self._version = ""  # our Lease's resourceVersion, for optimistic writes
-        self._renewed_at = time.monotonic()
+        self._renewed_at = 0.0  # set when the Lease is created
         self._observed: dict[str, tuple[str, float]] = {}  # lease -> (version, seen changing)
         self._reported: set[str] = set()
         self._runner: asyncio.Task[None] | None = None
+        self._watcher: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()  # another member's Lease moved: a round now
+        self._seen_held: dict[str, str] = {}  # lease -> its held annotation, as watched
 
     # ----- joining and leaving --------------------------------------------------
     async def join(self) -> None:
@@ -185,13 +203,17 @@ class ShardRing:
 
     def start(self) -> None:
         self._runner = asyncio.create_task(self._run(), name=f"shard-ring {self.ring}")
+        self._watcher = asyncio.create_task(
+            self._watch_leases(), name=f"shard-ring {self.ring} leases"
+        )
 
     async def leave(self) -> None:
         """After this replica's reconciles have stopped: hand every bucket over at once."""
-        if self._runner is not None:
-            self._runner.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._runner
+        for task in (self._runner, self._watcher):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         for task in self._draining.values():
             task.cancel()
         self._activate(frozenset())
@@ -207,7 +229,7 @@ class ShardRing:
     # ----- the loop ---------------------------------------------------------------
     async def _run(self) -> None:
         while True:
-            await asyncio.sleep(self.retry_period)
+            await self._until_next_round()
             try:
                 await asyncio.wait_for(self._tick(), timeout=self.renew_deadline)
             except asyncio.CancelledError:
@@ -217,9 +239,71 @@ class ShardRing:
                 return
             except Exception as error:  # any failure is retried until the deadline
                 log.warning("shard ring renewal failed ring=%s error=%s", self.ring, error)
-            if time.monotonic() - self._renewed_at > self.renew_deadline:
+            if _now() - self._renewed_at > self.renew_deadline:
                 self._lose(f"Lease not renewed for {self.renew_deadline:g}s")
                 return
+
+    async def _until_next_round(self) -> None:
+        """A retry period, or less: until another member's Lease moves (the
+        watch wakes us) or the next one is due to expire."""
+        started = _now()
+        wait = self.retry_period
+        expiries = [
+            seen + self.lease_duration
+            for name, (_, seen) in self._observed.items()
+            if name != self.lease and seen + self.lease_duration > started
+        ]
+        if expiries:
+            wait = min(wait, min(expiries) - started + EXPIRY_MARGIN)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout=max(wait, 0.0))
+        self._wake.clear()
+        rest = MIN_TICK_GAP - (_now() - started)
+        if rest > 0:
+            await asyncio.sleep(rest)
+
+    async def _watch_leases(self) -> None:
+        """The ring's Leases as they change: each change of another member's
+        timed as it happens, and a round woken when one comes, goes or holds
+        other buckets. A failed watch is started again (the rounds go on
+        every retry period meanwhile)."""
+        backoff = 0.5
+        while True:
+            try:
+                async for event in self.api.watch(
+                    LEASES,
+                    self.namespace,
+                    label_selector=f"{RING_LABEL}={self.ring}",
+                    timeout_seconds=300,
+                ):
+                    self._saw(event)
+                    backoff = 0.5
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                log.debug("ring Lease watch failed ring=%s error=%s", self.ring, error)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 10.0)
+
+    def _saw(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        metadata = (event.get("object") or {}).get("metadata") or {}
+        name = str(metadata.get("name") or "")
+        if kind not in ("ADDED", "MODIFIED", "DELETED") or not name or name == self.lease:
+            return
+        if kind == "DELETED":
+            self._observed.pop(name, None)
+            self._seen_held.pop(name, None)
+            self._wake.set()
+            return
+        version = str(metadata.get("resourceVersion") or "")
+        previous = self._observed.get(name)
+        if previous is None or previous[0] != version:
+            self._observed[name] = (version, _now())
+        held = str((metadata.get("annotations") or {}).get(HELD_ANNOTATION, ""))
+        if self._seen_held.get(name) != held:
+            self._seen_held[name] = held
+            self._wake.set()
 
     def _lose(self, reason: str) -> None:
         log.error(
@@ -272,6 +356,7 @@ class ShardRing:
             finally:
                 self._draining.pop(buckets, None)
                 self.metrics.shard_handovers.labels(self.ring, "released").inc(len(buckets))
+                self._wake.set()  # withdraw them from the Lease now: the next holder waits
 
         self._draining[buckets] = asyncio.create_task(drain(), name=f"shard-drain {buckets}")
 
@@ -290,7 +375,7 @@ class ShardRing:
         listing = await self.api.list(
             LEASES, self.namespace, label_selector=f"{RING_LABEL}={self.ring}"
         )
-        now = time.monotonic()
+        now = _now()
         leases = listing.get("items") or []
         members = [m for m in (self._member(lease, now) for lease in leases) if m is not None]
         listed = {(lease.get("metadata") or {}).get("name") for lease in leases}
@@ -319,12 +404,18 @@ class ShardRing:
         try:
             if not isinstance(identity, str) or not identity:
                 raise ValueError("spec.holderIdentity is not a name")
+            key = annotations.get(KEY_ANNOTATION, "object.metadata.namespace")
+            if key != SHARD_KEY:
+                raise ValueError(
+                    f"its buckets are of {key}, ours of {SHARD_KEY} (another version of "
+                    "the operator: its buckets are free once it has left)"
+                )
             held = parse_buckets(str(annotations.get(HELD_ANNOTATION, "")))
         except ValueError as error:
             if name not in self._reported:
                 self._reported.add(name)
                 log.warning(
-                    "malformed ring Lease taken as holding every bucket until it expires "
+                    "ring Lease taken as holding every bucket until it expires or is deleted "
                     "lease=%s/%s error=%s",
                     self.namespace,
                     name,
@@ -342,6 +433,7 @@ class ShardRing:
             "annotations": {
                 HELD_ANNOTATION: format_buckets(held),
                 BUCKETS_ANNOTATION: str(BUCKETS),
+                KEY_ANNOTATION: SHARD_KEY,
             },
         }
         if self._version:
@@ -372,7 +464,7 @@ class ShardRing:
                 LEASES, self.lease, self._body(frozenset()), self.namespace
             )
         self._version = (created.get("metadata") or {}).get("resourceVersion") or ""
-        self._renewed_at = time.monotonic()
+        self._renewed_at = _now()
 
     async def _write(self, held: frozenset[int]) -> None:
         try:
@@ -386,7 +478,7 @@ class ShardRing:
                 self._version = (current.get("metadata") or {}).get("resourceVersion") or ""
             raise
         self._version = (written.get("metadata") or {}).get("resourceVersion") or ""
-        self._renewed_at = time.monotonic()
+        self._renewed_at = _now()
 
     async def _server_filters(self) -> bool:
         """Whether the API server applies `shardSelector`: it echoes it in the
@@ -402,6 +494,11 @@ class ShardRing:
             log.info("a sharded list was refused, filtering here error=%s", error)
             return False
         return bool((listing.get("metadata") or {}).get("shardInfo"))
+
+
+def _now() -> float:
+    """The ring's clock: its event loop's (monotonic; a test's fake clock)."""
+    return asyncio.get_running_loop().time()
 
 
 def _held_by_others(members: list[Member], identity: str) -> frozenset[int]:

@@ -5,7 +5,7 @@ stop, and a busy ring would restart in a loop.
 
 `ShardRing` (sharding/ring.py) runs on the thread's event loop with an
 `ApiClient` of its own. Its decisions reach the main loop in order through
-`call_soon_threadsafe`: the scope's buckets change there, and a released
+`call_soon_threadsafe`: the share's buckets change there, and a released
 bucket's drain (the controllers' reconciles in flight) runs there, the ring
 waiting for it before it withdraws the bucket from its Lease. The ring keeps
 its own record of what it activated, so that a change not yet applied on the
@@ -22,9 +22,9 @@ import aiohttp
 from ansible_operator.kube.client import ApiClient
 from ansible_operator.kube.config import KubeConfig
 from ansible_operator.kube.lease_thread import LeaseThread, exit_at_once
+from ansible_operator.kube.object_share import ObjectShare
 from ansible_operator.observability.metrics import Metrics
 from ansible_operator.sharding.ring import Drain, LocalShare, ShardRing, replica_identity
-from ansible_operator.sharding.scope import ShardedScope
 
 
 class _MainLoopShare:
@@ -57,7 +57,7 @@ class ShardRingThread(LeaseThread):
     def __init__(
         self,
         config: KubeConfig,
-        scope: ShardedScope,
+        share: ObjectShare,
         drain: Drain,
         *,
         ring: str,
@@ -78,7 +78,7 @@ class ShardRingThread(LeaseThread):
             trace_configs=trace_configs,
             on_wedged=on_wedged,
         )
-        self.local = LocalShare(scope, drain)
+        self.local = LocalShare(share, drain)
         self.ring = ring
         self.namespace = namespace
         self.metrics = metrics

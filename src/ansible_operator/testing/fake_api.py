@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ansible_operator.kube.client import ApiError
+from ansible_operator.kube.selectors import label_predicate
 from ansible_operator.kube.types import Resource
 
 Key = tuple[str, str | None, str]  # plural, namespace, name
@@ -50,12 +51,10 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 def _labels_match(obj: dict[str, Any], selector: str | None) -> bool:
-    """Equality selectors (`a=b,c=d`), the kind the operator writes."""
-    if not selector:
-        return True
+    """Label selectors as the API server reads them (the operator writes
+    equality terms, and a shard ring's `in (...)` and exists terms)."""
     labels = (obj.get("metadata") or {}).get("labels") or {}
-    pairs = (term.split("=", 1) for term in selector.split(","))
-    return all(labels.get(key.strip()) == value.strip() for key, value in pairs)
+    return label_predicate(selector)(labels)
 
 
 class FakeApi:

@@ -2,7 +2,8 @@
 informer (`X-Cache: HIT`), as the API server would answer a read of the
 latest state. Everything else goes on to the server: watches, reads of a
 given resourceVersion, subresources, an object not (yet) cached, a selector
-only the server evaluates, a kind the owner's watch blacklists."""
+only the server evaluates, a kind the owner's watch blacklists, and, in a
+replica of a shard ring, a LIST (its cache holds its share of the kind only)."""
 
 from __future__ import annotations
 
@@ -52,6 +53,8 @@ async def _cached_answer(exchange: Exchange) -> dict[str, Any] | None:
         if obj is None:
             return None  # maybe just created: let the server answer
         return {**obj, "apiVersion": resource.api_version, "kind": resource.kind}
+    if not kind.complete:
+        return None  # a share of the kind: the server has the rest
     try:
         items = await kind.list(namespace, query.get("labelSelector"), query.get("fieldSelector"))
     except SelectorError:

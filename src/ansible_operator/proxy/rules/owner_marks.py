@@ -1,7 +1,12 @@
 """Writes (POST, PUT, server-side apply, patches that would drop our mark) of
 an object get the owner's mark: an ownerReference or the owner annotations
 (the decisions: ownership.py). Only what a run creates is marked: a write to
-an object that exists without our mark leaves its ownership alone."""
+an object that exists without our mark leaves its ownership alone.
+
+In a shard ring (`shard_labels`), the marked also get the owner's shard label,
+and so does a merge patch of an object that carries our mark without it (an
+object made before the label was: read from the cache when it holds it, else
+from the server, once; afterwards the cache holds it, labelled)."""
 
 from __future__ import annotations
 
@@ -44,12 +49,32 @@ async def _marked(exchange: Exchange) -> bytes:
         return exchange.body
     merge_patch = exchange.method == "PATCH" and content_type(exchange.request) in MERGE_PATCHES
     if merge_patch and not ownership.patch_removes_ours(document, exchange.owner):
+        if exchange.services.shard_labels and not ownership.shard_labelled(
+            document, exchange.owner
+        ):
+            return await _shard_labelled(exchange, document)
         return exchange.body
     injection = await _injection(exchange, document)
     if injection is None or not injection.changed:
         return exchange.body
     exchange.services.stats["injected"] += 1
     return json.dumps(injection.body).encode()
+
+
+async def _shard_labelled(exchange: Exchange, patch: dict[str, Any]) -> bytes:
+    """A merge patch of an object that carries our mark but not the owner's
+    shard label, with the label added; any other patch as it came."""
+    owner = exchange.owner
+    found, existing = await _existing(exchange)
+    if not found or existing is None or not ownership.carries_ours(existing, owner):
+        return exchange.body
+    if ownership.shard_labelled(existing, owner):
+        return exchange.body
+    labelled = ownership.label_patch(patch, owner)
+    if labelled is None:
+        return exchange.body
+    exchange.services.stats["injected"] += 1
+    return json.dumps(labelled).encode()
 
 
 def _document(exchange: Exchange) -> dict[str, Any] | None:
@@ -70,9 +95,10 @@ async def _injection(exchange: Exchange, document: dict[str, Any]) -> ownership.
     owner, name = exchange.owner, exchange.target.name
     metadata = document.get("metadata") or {}
     namespace = exchange.namespace
+    labels = exchange.services.shard_labels
     if exchange.method == "POST":
         namespace = metadata.get("namespace") or namespace
-        injection = ownership.inject(document, owner, namespace)
+        injection = ownership.inject(document, owner, namespace, shard_label=labels)
     else:
         # A replace, an apply or a patch dropping our mark: it creates the
         # object, or updates one that may not be ours to mark.
@@ -81,7 +107,9 @@ async def _injection(exchange: Exchange, document: dict[str, Any]) -> ownership.
             reason = "could not read the object to tell whether the run creates it"
             _say_left_alone(exchange, namespace, name, reason)
             return None
-        injection = ownership.mark_write(document, owner, namespace, existing=existing)
+        injection = ownership.mark_write(
+            document, owner, namespace, existing=existing, shard_label=labels
+        )
     if injection.note:
         _say_left_alone(exchange, namespace, metadata.get("name") or name, injection.note)
     return injection

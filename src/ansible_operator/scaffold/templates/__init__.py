@@ -664,7 +664,7 @@ resources:
 SHARDING_KUSTOMIZATION = (
     """\
 # Three replicas that share the objects (a shard ring: each replica reconciles
-# the objects of its share of the namespaces; see ansible-operator's
+# its share of the objects, by uid; see ansible-operator's
 # docs/reference.md, "Sharding: replicas that share the objects") instead of one
 # leader and a stand-by. Deploy it with `make deploy DEPLOY_CONFIG=config/sharding`
 # (`make undeploy DEPLOY_CONFIG=config/sharding` removes it). config/default, with:
