@@ -42,11 +42,6 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add_flags(parser, parsers=COMMAND_PARSERS)
 
 
-def add_impersonation_argument(parser: argparse.ArgumentParser) -> None:
-    """`--as`, for `run` and `reconcile` alike."""
-    add_flags(parser, only=["--as"])
-
-
 def add_acceleration_switch(parser: argparse.ArgumentParser) -> None:
     add_flags(parser, only=["--disable-acceleration"], parsers=COMMAND_PARSERS)
 

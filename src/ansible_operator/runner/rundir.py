@@ -251,15 +251,3 @@ def remove_secrets(run_dir: RunDir) -> None:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
     shutil.rmtree(run_dir.path, ignore_errors=True)
-
-
-def rotate_artifacts(run_dir: RunDir, keep: int) -> None:
-    """Keep the newest `keep` artifact directories (0 keeps none)."""
-    if not run_dir.artifacts.exists():
-        return
-    entries = sorted(
-        (entry for entry in run_dir.artifacts.iterdir() if entry.is_dir()),
-        key=lambda entry: entry.stat().st_mtime,
-    )
-    for entry in entries[: max(0, len(entries) - keep)]:
-        shutil.rmtree(entry, ignore_errors=True)
