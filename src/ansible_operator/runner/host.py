@@ -32,6 +32,7 @@ from ansible_operator.observability.metrics import Metrics
 from ansible_operator.runner import cgroups, disk_budget, priority, rundir
 from ansible_operator.runner.access import AccessProvider
 from ansible_operator.runner.disk_budget import RESCAN_INTERVAL, DiskBudget, Limits, Pruned
+from ansible_operator.runner.environment import ansible_environment
 from ansible_operator.runner.event_plugin import SOCKET_ENV, TOKEN_ENV
 from ansible_operator.runner.events import RunSummary
 from ansible_operator.runner.plan import RunPlan
@@ -40,11 +41,7 @@ from ansible_operator.runner.receiver import EventReceiver, EventSink
 from ansible_operator.runner.result import RunResult
 from ansible_operator.runner.tasklog import TaskLogger
 from ansible_operator.runner.warm.keeper import WarmKeeper
-from ansible_operator.runner.warm.processes import (
-    WarmProcesses,
-    ansible_environment,
-    start_warm_processes,
-)
+from ansible_operator.runner.warm.processes import WarmProcesses, start_warm_processes
 from ansible_operator.runner.warm.zygote import WarmZygote
 from ansible_operator.settings import Settings
 

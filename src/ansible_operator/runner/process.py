@@ -27,13 +27,14 @@ from pathlib import Path
 
 from ansible_operator.runner import cgroups, priority, stopping
 from ansible_operator.runner.containment import Containment
+from ansible_operator.runner.environment import with_our_python
 from ansible_operator.runner.event_plugin import TOKEN_ENV
 from ansible_operator.runner.events import RunSummary
+from ansible_operator.runner.lifetime import die_with_parent
 from ansible_operator.runner.output_errors import located_error
 from ansible_operator.runner.redaction import redact_artifacts
 from ansible_operator.runner.result import RunResult, RunStatus
 from ansible_operator.runner.rundir import RunDir
-from ansible_operator.runner.warm.forkserver import die_with_parent
 from ansible_operator.values.durations import format_duration
 from ansible_operator.values.sizes import format_size
 
@@ -200,9 +201,7 @@ async def execute(
     env = dict(os.environ)
     env.update(spec.env)
     env.update(box.env())
-    # ansible-runner execs ansible-playbook by name: it must be the one installed
-    # beside our interpreter, even when the operator's venv is not on PATH.
-    env["PATH"] = os.pathsep.join(filter(None, [str(Path(sys.executable).parent), env.get("PATH")]))
+    env = with_our_python(env)
     summary.redactor.add(env.get(TOKEN_ENV))
     summary.max_output = spec.max_output
     try:

@@ -38,9 +38,10 @@ from pathlib import Path
 from typing import NoReturn
 
 from ansible_operator.runner import cgroups, priority
+from ansible_operator.runner.lifetime import die_with_parent
 from ansible_operator.runner.warm import acceleration, bytecode
 from ansible_operator.runner.warm.acceleration import Acceleration, Context, Phase, require
-from ansible_operator.runner.warm.forkserver import die_with_parent, listen, serve_forks
+from ansible_operator.runner.warm.forkserver import listen, serve_forks
 
 # Imported once, here. Ansible's own module_utils come from the installation
 # the operator's ansible-playbook runs from, so they are the very code each

@@ -51,16 +51,12 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ansible_operator.runner import cgroups, priority, proctree
+from ansible_operator.runner.lifetime import die_with_parent
 from ansible_operator.runner.warm import acceleration, hits, module_handoff, module_server
 from ansible_operator.runner.warm.acceleration import Context, Phase
 from ansible_operator.runner.warm.accelerations import ACCELERATIONS
 from ansible_operator.runner.warm.ansible_settings import remember_preload_settings
-from ansible_operator.runner.warm.forkserver import (
-    MAX_REQUEST,
-    die_with_parent,
-    listen,
-    serve_forks,
-)
+from ansible_operator.runner.warm.forkserver import MAX_REQUEST, listen, serve_forks
 
 # What every run imports. Not ansible-runner's display callback: it reads the
 # run's artifact directory from the environment when it is imported.
