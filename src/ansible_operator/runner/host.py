@@ -34,10 +34,11 @@ from ansible_operator.runner.access import AccessProvider
 from ansible_operator.runner.disk_budget import RESCAN_INTERVAL, DiskBudget, Limits, Pruned
 from ansible_operator.runner.environment import ansible_environment
 from ansible_operator.runner.event_plugin import SOCKET_ENV, TOKEN_ENV
-from ansible_operator.runner.events import RunSummary
+from ansible_operator.runner.events import OutputGuard, RunSummary
 from ansible_operator.runner.plan import RunPlan
 from ansible_operator.runner.process import RunSpec, execute
 from ansible_operator.runner.receiver import EventReceiver, EventSink
+from ansible_operator.runner.redaction import Redactor
 from ansible_operator.runner.result import RunResult
 from ansible_operator.runner.tasklog import TaskLogger
 from ansible_operator.runner.warm.keeper import WarmKeeper
@@ -197,12 +198,19 @@ class RunnerHost:
         after the run's summary and task log did. Raises RunStopped (stopping.py)
         when the reconcile it runs for is stopped; CancelledError kills the run."""
         options = self.options
-        summary = RunSummary()
+        warm = await self.warm_processes()
+        access = self.access.grant(plan.owner, writes=plan.writes, owns=plan.owns)
+        # What the run must not let out: its credentials, then what its events teach.
+        redactor = Redactor()
+        for credential in credentials(access.kubeconfig):
+            redactor.add(credential)
+        # Written by `handle` alone, for each event; the process only reads it.
+        summary = RunSummary(redactor=redactor, guard=OutputGuard(options.runs.max_run_output))
         task_log = TaskLogger(
             options.ansible.log_events,
             plan.described,
             ansible_output=options.ansible.debug_logs,
-            redactor=summary.redactor,
+            redactor=redactor,
         )
         live_output = self.live_output
 
@@ -210,15 +218,12 @@ class RunnerHost:
             summary.add(event)
             task_log.handle(event)
             if live_output is not None and event.get("stdout"):
-                live_output(summary.redactor.stdout(event))
+                live_output(redactor.stdout(event))
             if on_event is not None:
                 on_event(event)
 
-        warm = await self.warm_processes()
-        access = self.access.grant(plan.owner, writes=plan.writes, owns=plan.owns)
-        for credential in credentials(access.kubeconfig):
-            summary.redactor.add(credential)
         channel = self.receiver.open_channel(handle, label=plan.described)
+        redactor.add(channel.token)  # the run's key to the event receiver
         self._in_flight.add(plan.ident)
         run_dir: rundir.RunDir | None = None
         artifacts = self.runner_root / plan.subject / rundir.ARTIFACTS
@@ -248,7 +253,6 @@ class RunnerHost:
                 keep_artifacts=0 if self._rotates_after(plan) else plan.keep_artifacts,
                 skip_facts=plan.skip_facts,
                 env=self._run_env(channel.token, warm, plan.nice),
-                max_output=options.runs.max_run_output,
                 memory_limit=options.runs.run_memory_limit,
             )
             async with self._slot(plan):

@@ -28,7 +28,6 @@ from pathlib import Path
 from ansible_operator.runner import cgroups, priority, stopping
 from ansible_operator.runner.containment import Containment
 from ansible_operator.runner.environment import with_our_python
-from ansible_operator.runner.event_plugin import TOKEN_ENV
 from ansible_operator.runner.events import RunSummary
 from ansible_operator.runner.lifetime import die_with_parent
 from ansible_operator.runner.output_errors import located_error
@@ -57,7 +56,6 @@ class RunSpec:
     keep_artifacts: int = 20
     skip_facts: bool = True
     env: dict[str, str] = field(default_factory=dict)
-    max_output: int | None = None  # bytes of Ansible output; more stops the run
     memory_limit: int | None = None  # bytes for the whole run, where cgroups allow
 
     def command(self) -> list[str]:
@@ -189,7 +187,8 @@ async def execute(
     warm_runner: Path | None = None,
     groups: cgroups.RunGroups | None = None,
 ) -> RunResult:
-    """Run and wait. `summary` is fed by the event receiver meanwhile.
+    """Run and wait. `summary` is fed by the run's event handler meanwhile
+    (it reads the output guard, the fold and the redactor; it writes none of them).
     `warm_runner`: the socket of a warm runner to fork the run from;
     `groups`: where the run's cgroup is made (None: no cgroup).
     Raises RunStopped, having killed the run, when the current stop is requested."""
@@ -202,8 +201,6 @@ async def execute(
     env.update(spec.env)
     env.update(box.env())
     env = with_our_python(env)
-    summary.redactor.add(env.get(TOKEN_ENV))
-    summary.max_output = spec.max_output
     try:
         if warm_runner is not None:
             run = await _start_warm(spec, env, warm_runner)
@@ -217,7 +214,7 @@ async def execute(
     reason = ""
     return_code: int | None = None
     try:
-        ends = {asyncio.ensure_future(summary.output_exceeded.wait())}
+        ends = {asyncio.ensure_future(summary.guard.exceeded.wait())}
         if stop is not None:
             ends.add(asyncio.ensure_future(stop.wait()))
         try:
@@ -230,10 +227,10 @@ async def execute(
             status, reason = _ended(spec, summary, run, return_code)
         else:
             await _kill_run(run, exited, box)
-            if summary.output_exceeded.is_set():
+            if summary.guard.exceeded.is_set():
                 status = "output_limit"
                 reason = (
-                    f"the run printed more than {format_size(spec.max_output or 0)} "
+                    f"the run printed more than {format_size(summary.guard.limit or 0)} "
                     f"(--max-run-output; last task: {summary.last_task or 'none'}); "
                     "it was stopped"
                 )
