@@ -112,7 +112,7 @@ async def run_role(
         env=env,
     )
     try:
-        return await execute(spec, summary, warm_runner=warm.run_socket if warm else None)
+        return await execute(spec, summary, launcher=warm)
     finally:
         receiver.close_channel(channel)
 

@@ -80,7 +80,7 @@ async def play_warm(
         env=env,
     )
     try:
-        result = await execute(spec, summary, warm_runner=warm.run_socket)
+        result = await execute(spec, summary, launcher=warm)
     finally:
         receiver.close_channel(channel)
     return result, run_dir

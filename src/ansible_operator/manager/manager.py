@@ -1,5 +1,5 @@
 """The manager: owns the API client, informers, controllers, the runner host
-(event receiver, warm processes, the runs' cgroups), the API proxy, metrics
+(event receiver, the launcher of runs, the runs' cgroups), the API proxy, metrics
 and health servers and leader election; starts them in order and stops them
 gracefully (SIGTERM: stop taking work, let runs finish up to the
 graceful-shutdown timeout, then kill them).
@@ -59,6 +59,8 @@ from ansible_operator.project.watches import Watch, Webhook
 from ansible_operator.proxy.server import ApiProxy
 from ansible_operator.reconciler.ansible_reconciler import AnsibleReconciler, Shared
 from ansible_operator.runner.host import RunnerHost
+from ansible_operator.runner.launcher import Launcher, ReferenceLauncher
+from ansible_operator.runner.warm.launcher import WarmLauncher
 from ansible_operator.runner.warm.zygote import WarmZygote
 from ansible_operator.serving.http_limits import GuardedSite
 from ansible_operator.serving.http_malformed import StrictAppRunner
@@ -271,8 +273,7 @@ class Manager:
                     scratch=scratch,
                     metrics=self.metrics,
                     max_runs=self._global_cap(),
-                    targets=self._run_targets(),
-                    zygote=self.zygote,
+                    launcher=self._launcher(scratch),
                 )
                 await host.start()
                 if self.webhooks:
@@ -441,6 +442,19 @@ class Manager:
             scratch=scratch,
         )
         await self.webhook_service.start(api)
+
+    def _launcher(self, scratch: Path) -> Launcher:
+        """How runs start (--runner-mode): forked from the warm runner, made of
+        the command's fork of the operator when it made one, or afresh."""
+        if self.options.runs.runner_mode != "warm":
+            return ReferenceLauncher()
+        return WarmLauncher(
+            settings=self.options,
+            scratch=scratch,
+            metrics=self.metrics,
+            targets=self._run_targets(),
+            zygote=self.zygote,
+        )
 
     def _run_targets(self) -> list[dict[str, str]]:
         """Every role and playbook the watches run (finalizers included)."""

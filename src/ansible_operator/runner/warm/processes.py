@@ -21,7 +21,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ansible_operator.runner.configuration import RunSpec
 from ansible_operator.runner.environment import with_our_python
+from ansible_operator.runner.launcher import StartedRun
 from ansible_operator.runner.warm.acceleration import Verdict
 from ansible_operator.runner.warm.hits import HITS_FILE, HitCounters
 from ansible_operator.runner.warm.module_server import NAME as MODULE_INTERPRETER
@@ -30,6 +32,7 @@ from ansible_operator.runner.warm.zygote import ForkedProcess, WarmZygote
 
 log = logging.getLogger("ansible_operator.runner")
 START_TIMEOUT = 60.0
+RUNNER_EXIT_WAIT = 1.0  # seconds the warm runner may take to exit after its last word
 
 
 @dataclass
@@ -49,6 +52,34 @@ class WarmProcesses:
             return HitCounters.open(self.hits_file).read()
         except (OSError, ValueError):
             return {}
+
+    async def start(self, spec: RunSpec) -> StartedRun:
+        """Ask the warm runner (run_server.py) to fork the run `spec` describes."""
+        reader, writer = await asyncio.open_unix_connection(str(self.run_socket), limit=1 << 20)
+        request = {"argv": spec.command()[3:], "env": spec.env, "cwd": str(Path.cwd())}
+        writer.write(json.dumps(request).encode() + b"\n")
+        await writer.drain()
+        answer = (await reader.readline()).split()
+        if len(answer) != 2 or answer[0] != b"pid":
+            writer.close()
+            raise RuntimeError("the warm runner did not start the run")
+        started = StartedRun(int(answer[1]), lambda: _exit_code(), writer.close)
+
+        async def _exit_code() -> int | None:
+            while line := await reader.readline():
+                word, _, rest = line.decode(errors="replace").strip().partition(" ")
+                if word == "error":
+                    started.errors.append(rest)
+                elif word == "exit":
+                    # The runner exits right after saying so: its end (the
+                    # connection's) is the run's, and what is left is left over.
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(reader.read(), RUNNER_EXIT_WAIT)
+                    writer.close()
+                    return int(rest)
+            return None
+
+        return started
 
     async def stop(self) -> None:
         with contextlib.suppress(ProcessLookupError):
