@@ -14,7 +14,8 @@ Each acceleration is a record: what it saves, what it relies on, its probe,
 and its installers, each for a phase of a warm process's life (`Phase`).
 The warm processes probe the records once, then at each phase install those
 that are on (`install_phase`); they name no acceleration. The list of
-accelerations is accelerations.py; this module knows none of them.
+accelerations is accelerations/ (one module each, listed in its
+__init__); this module knows none of them.
 """
 
 from __future__ import annotations

@@ -25,8 +25,10 @@ from ansible_operator.runner.configuration import RunSpec
 from ansible_operator.runner.environment import with_our_python
 from ansible_operator.runner.launcher import StartedRun
 from ansible_operator.runner.warm.acceleration import Verdict
+from ansible_operator.runner.warm.accelerations.warm_module_interpreter import (
+    NAME as MODULE_INTERPRETER,
+)
 from ansible_operator.runner.warm.hits import HITS_FILE, HitCounters
-from ansible_operator.runner.warm.module_server import NAME as MODULE_INTERPRETER
 from ansible_operator.runner.warm.module_server import SHIM_FILE
 from ansible_operator.runner.warm.zygote import ForkedProcess, WarmZygote
 

@@ -5,7 +5,7 @@ Where ansible-runner starts `ansible-playbook` in a pseudo-terminal
 entry point instead of exec-ing a new interpreter: Ansible is imported
 already, in the warm runner. The run's environment and working directory are
 put in place, the settings Ansible read at import are read again where the
-run may differ (ansible_settings.py), and the accelerations of phase
+run may differ (../ansible_settings.py, settings_read_once.py), and the accelerations of phase
 PLAYBOOK are installed. A run whose settings differ in what Ansible read at
 import starts the real ansible-playbook instead.
 """
@@ -32,6 +32,7 @@ from ansible_operator.runner.warm.acceleration import (
     parameters_of,
     require,
 )
+from ansible_operator.runner.warm.accelerations import settings_read_once
 from ansible_operator.runner.warm.ansible_settings import reread_ansible_settings, stale_settings
 
 NAME = "playbook-in-fork"
@@ -107,7 +108,7 @@ def play_here(context: Context, argv: list[str], env: dict[str, str]) -> None:
         tempfile.tempdir = None
         for stream in (sys.stdout, sys.stderr):
             stream.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
-        reread_ansible_settings(env)
+        reread_ansible_settings(settings_read_once.to_reread(env))
         acceleration.used(NAME)
         playing = dataclasses.replace(context, playbook=Path(argv[-1]))
         acceleration.install_phase(Phase.PLAYBOOK, playing)
