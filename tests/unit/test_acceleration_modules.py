@@ -37,3 +37,19 @@ def test_each_probe_and_installer_is_its_accelerations_own() -> None:
         assert record.probe.__module__ == module_of(record.name), record.name
         for step in record.installs:
             assert step.installer.__module__ == module_of(record.name), record.name
+
+
+def test_no_probe_reads_source_text() -> None:
+    # A probe calls what its acceleration relies on and checks the effect: the
+    # text of a private function says nothing of what it does in this release.
+    import ast
+
+    readers = [
+        f"{path.name}:{node.lineno}"
+        for path in FILES
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute | ast.Name)
+        and (node.attr if isinstance(node, ast.Attribute) else node.id)
+        in {"getsource", "getsourcelines"}
+    ]
+    assert not readers, f"probes reading source text: {readers}"

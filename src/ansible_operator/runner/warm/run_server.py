@@ -96,13 +96,7 @@ SESSION_END_WAIT = 1.0  # seconds
 
 def runner_environment(scratch: Path) -> dict[str, str]:
     """The environment ansible-runner gives a playbook run started from here."""
-    from ansible_runner.config.runner import RunnerConfig
-
-    data_dir = scratch / "probe"
-    (data_dir / "project").mkdir(parents=True, exist_ok=True)
-    (data_dir / "project" / "probe.yml").write_text("[]\n")
-    config = RunnerConfig(private_data_dir=str(data_dir), playbook="probe.yml", ident="probe")
-    config.prepare()
+    config = acceleration.runner_config_in(scratch / "probe")
     return {str(key): str(value) for key, value in config.env.items()}
 
 

@@ -10,7 +10,7 @@ closes without the sleep.
 from __future__ import annotations
 
 import contextlib
-import inspect
+from collections.abc import Callable
 from typing import Any
 
 from ansible_operator.runner.warm.acceleration import (
@@ -26,19 +26,42 @@ NAME = "pty-close-without-delay"
 
 
 def probe() -> None:
-    import pexpect.pty_spawn
-    from ptyprocess import PtyProcess
+    """A terminal pexpect spawns, its command ended: the child keeps its
+    PtyProcess (`ptyproc`), whose `wait` gives the exit status and whose
+    close sleeps `delayafterclose` (what `install` sets to 0)."""
+    import pexpect
+    import ptyprocess.ptyprocess as ptyprocess_module
 
-    require(
-        "self.delayafterclose" in inspect.getsource(PtyProcess)
-        and callable(getattr(PtyProcess, "wait", None)),
-        "ptyprocess.PtyProcess has no delayafterclose or wait",
-    )
-    require(
-        "self.ptyproc" in inspect.getsource(pexpect.pty_spawn.spawn),
-        "pexpect.spawn keeps no ptyproc",
-    )
     require("force" in parameters_of(pexpect.spawn.close), "pexpect.spawn.close takes no force")
+    delay = 0.0625
+    slept: list[float] = []
+    real_time = ptyprocess_module.time
+    child = pexpect.spawn("/bin/sh", ["-c", "exit 0"])
+    try:
+        pty = getattr(child, "ptyproc", None)
+        require(isinstance(pty, ptyprocess_module.PtyProcess), "pexpect.spawn keeps no ptyproc")
+        require(pty.wait() == 0, "ptyprocess.PtyProcess.wait gives no exit status")
+        pty.delayafterclose = delay
+        ptyprocess_module.time = _Clock(real_time, slept.append)  # type: ignore[attr-defined]
+        try:
+            child.close(force=True)
+        finally:
+            ptyprocess_module.time = real_time  # type: ignore[attr-defined]
+    finally:
+        with contextlib.suppress(Exception):
+            child.close(force=True)
+    require(delay in slept, "ptyprocess no longer sleeps delayafterclose as it closes")
+
+
+class _Clock:
+    """The `time` module, whose sleep is only noted."""
+
+    def __init__(self, real: Any, sleep: Callable[[float], object]) -> None:
+        self._real = real
+        self.sleep = sleep
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
 
 
 def install() -> None:
