@@ -102,7 +102,7 @@ async def test_reconcile_runs_yield_the_cpu_to_admission_runs(
         else ReferenceLauncher()
     )
     host = RunnerHost(
-        options=settings,
+        settings=settings,
         access=NoProxy(),
         runner_root=tmp_path / "runs",
         scratch=scratch,

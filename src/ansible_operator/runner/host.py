@@ -91,7 +91,7 @@ class RunnerHost:
     def __init__(
         self,
         *,
-        options: Settings,
+        settings: Settings,
         access: AccessProvider,  # the proxy: each run's grant
         runner_root: Path,  # where the runs' subjects keep their run directories
         scratch: Path,  # private (0700): the event socket, the warm processes
@@ -101,7 +101,7 @@ class RunnerHost:
         contain: bool = True,  # a cgroup per run, where the operator may make them
         live_output: LiveOutput | None = None,  # `reconcile`: Ansible's own output
     ) -> None:
-        self.options = options
+        self.settings = settings
         self.access = access
         self.runner_root = runner_root
         self.scratch = scratch
@@ -114,7 +114,7 @@ class RunnerHost:
         self._run_groups: cgroups.RunGroups | None = None
         self._runner_dir: rundir.RunnerDirClaim | None = None
         self._in_flight: set[str] = set()  # idents whose artifacts must stay
-        limits = Limits(options.runs.runner_dir_max_size, options.runs.runner_dir_max_files)
+        limits = Limits(settings.runs.runner_dir_max_size, settings.runs.runner_dir_max_files)
         # None: no cap, and no tally (nor its walk of the directory at start).
         self.disk: DiskBudget | None = None if limits.unlimited else DiskBudget(runner_root, limits)
         self._rescans: asyncio.Task[None] | None = None
@@ -154,7 +154,7 @@ class RunnerHost:
         """Play `plan` and clean up after it. `on_event` hears each of its events
         after the run's summary and task log did. Raises RunStopped (stopping.py)
         when the reconcile it runs for is stopped; CancelledError kills the run."""
-        options = self.options
+        settings = self.settings
         mode = await self.launcher.mode()
         access = self.access.grant(plan.owner, writes=plan.writes, owns=plan.owns)
         # What the run must not let out: its credentials, then what its events teach.
@@ -162,11 +162,11 @@ class RunnerHost:
         for credential in credentials(access.kubeconfig):
             redactor.add(credential)
         # Written by `handle` alone, for each event; the process only reads it.
-        summary = RunSummary(redactor=redactor, guard=OutputGuard(options.runs.max_run_output))
+        summary = RunSummary(redactor=redactor, guard=OutputGuard(settings.runs.max_run_output))
         task_log = TaskLogger(
-            options.ansible.log_events,
+            settings.ansible.log_events,
             plan.described,
-            ansible_output=options.ansible.debug_logs,
+            ansible_output=settings.ansible.debug_logs,
             redactor=redactor,
         )
         live_output = self.live_output
@@ -189,7 +189,7 @@ class RunnerHost:
         try:
             config = configure(
                 plan,
-                options,
+                settings,
                 mode=mode,
                 access=access,
                 events=EventAddress(self.receiver.socket_path, channel.token),
