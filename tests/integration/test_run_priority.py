@@ -16,7 +16,9 @@ from ansible_operator.observability.metrics import Metrics
 from ansible_operator.runner import priority
 from ansible_operator.runner.access import RunAccess
 from ansible_operator.runner.host import RunnerHost
+from ansible_operator.runner.launcher import ReferenceLauncher
 from ansible_operator.runner.plan import RunPlan, new_ident
+from ansible_operator.runner.warm.launcher import WarmLauncher
 from ansible_operator.settings import RunSettings, Settings
 
 OWNER = Owner(group="", version="v1", kind="ConfigMap", namespace="ns", name="cm", uid="")
@@ -92,18 +94,26 @@ async def test_reconcile_runs_yield_the_cpu_to_admission_runs(
         if isinstance(result, dict) and str(result.get("msg", "")).startswith("nice "):
             said.append(str(result["msg"]))
 
+    settings = Settings(runs=RunSettings(runner_mode=mode))
+    metrics = Metrics()
+    launcher = (
+        WarmLauncher(settings=settings, scratch=scratch, metrics=metrics)
+        if mode == "warm"
+        else ReferenceLauncher()
+    )
     host = RunnerHost(
-        options=Settings(runs=RunSettings(runner_mode=mode)),
+        settings=settings,
         access=NoProxy(),
         runner_root=tmp_path / "runs",
         scratch=scratch,
-        metrics=Metrics(),
+        metrics=metrics,
         max_runs=1,
+        launcher=launcher,
         contain=False,
     )
     await host.start()
     try:
-        assert (await host.warm_processes() is not None) == (mode == "warm")
+        assert (await host.launcher.mode()).name == mode  # the warm processes started
         for nice in (priority.RECONCILE, priority.ADMISSION):
             result = await host.run(plan_of(role, nice), on_event=hear)
             assert result.succeeded, result.message

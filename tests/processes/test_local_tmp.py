@@ -15,7 +15,7 @@ from ansible.playbook.task import Task
 from ansible.plugins.action import ActionBase
 from ansible.plugins.loader import action_loader, connection_loader
 
-from ansible_operator.runner.warm import local_tmp
+from ansible_operator.runner.warm.accelerations import local_tmp_in_process as local_tmp
 
 PATCHED = ("_make_tmp_path", "_remove_tmp_path", "_remote_expand_user")
 

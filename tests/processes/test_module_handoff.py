@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_operator.runner.warm import module_handoff
-from ansible_operator.runner.warm.module_handoff import assignments, hand_off
+from ansible_operator.runner.warm.accelerations import module_handoff
+from ansible_operator.runner.warm.accelerations.module_handoff import assignments, hand_off
 from ansible_operator.runner.warm.module_server import SESSION_ENV, open_session, write_shim
 from ansible_operator.testing.waiting import eventually
 

@@ -12,7 +12,7 @@ import pytest
 
 from ansible_operator.collections import COLLECTIONS_PATH
 from ansible_operator.runner import ansible_paths
-from ansible_operator.runner.warm.processes import ansible_environment
+from ansible_operator.runner.environment import ansible_environment
 from ansible_operator.settings.ansible import facts_skipped, unquoted
 
 

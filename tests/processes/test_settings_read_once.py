@@ -17,20 +17,21 @@ SCRIPT = """
 import json, os, sys
 from ansible_operator.runner.warm import acceleration, hits
 from ansible_operator.runner.warm import ansible_settings as settings
+from ansible_operator.runner.warm.accelerations import settings_read_once as read_once
 
 warm_dir, run_dir = sys.argv[1:3]
 os.chdir(warm_dir)
 settings.remember_preload_settings(dict(os.environ))
 from ansible import constants
-acceleration.probe([settings.SETTINGS_ACCELERATION])
-settings.note_settings_per_directory()
+acceleration.probe([read_once.ACCELERATION])
+read_once.note_settings_per_directory()
 warm_tmp = constants.DEFAULT_LOCAL_TMP
 
 # The run: elsewhere, another roles path (a runtime setting).
 os.chdir(run_dir)
 os.environ.update(json.loads(sys.argv[3]))
-selective_read = settings._read_otherwise(dict(os.environ)) is not None
-settings.reread_ansible_settings(dict(os.environ))
+selective_read = read_once.read_otherwise(dict(os.environ)) is not None
+settings.reread_ansible_settings(read_once.to_reread(dict(os.environ)))
 names = sorted(constants.config.get_configuration_definitions())
 selective = {name: repr(getattr(constants, name, None)) for name in names}
 run_tmp = constants.DEFAULT_LOCAL_TMP
@@ -38,11 +39,11 @@ settings.reread_ansible_settings()  # all of them, as without the acceleration
 every = {name: repr(getattr(constants, name, None)) for name in names}
 differing = sorted(n for n in names if selective[n] != every[n] and n != "DEFAULT_LOCAL_TMP")
 print(json.dumps({
-    "on": acceleration.enabled(settings.SETTINGS_READ_ONCE) and selective_read,
+    "on": acceleration.enabled(read_once.NAME) and selective_read,
     "differing": differing,
     "roles_path": list(constants.DEFAULT_ROLES_PATH),
     "own_tmp": run_tmp != warm_tmp and os.path.isdir(run_tmp),
-    "per_directory": sorted(settings._per_directory),
+    "per_directory": sorted(read_once._per_directory),
 }))
 """
 

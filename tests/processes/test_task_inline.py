@@ -20,8 +20,8 @@ from warm_play import play_warm, start_warm
 
 from ansible_operator.runner.receiver import EventReceiver
 from ansible_operator.runner.result import RunResult
+from ansible_operator.runner.warm.accelerations.task_inline import NAME
 from ansible_operator.runner.warm.processes import WarmProcesses
-from ansible_operator.runner.warm.task_inline import NAME
 
 PROJECT = Path(__file__).parent / "task_inline_project"
 FORKED = "worker-gc-freeze"  # counts the workers Ansible forks

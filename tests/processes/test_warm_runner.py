@@ -14,17 +14,14 @@ from typing import Any
 import pytest
 
 from ansible_operator.runner import rundir
+from ansible_operator.runner.environment import ansible_environment
 from ansible_operator.runner.event_plugin import SOCKET_ENV, TOKEN_ENV
 from ansible_operator.runner.events import RunSummary
 from ansible_operator.runner.plan import new_ident
 from ansible_operator.runner.process import RunSpec, execute
 from ansible_operator.runner.receiver import EventReceiver
 from ansible_operator.runner.result import RunResult
-from ansible_operator.runner.warm.processes import (
-    WarmProcesses,
-    ansible_environment,
-    start_warm_processes,
-)
+from ansible_operator.runner.warm.processes import WarmProcesses, start_warm_processes
 
 TASKS = """
 - name: a fact
@@ -115,7 +112,7 @@ async def run_role(
         env=env,
     )
     try:
-        return await execute(spec, summary, warm_runner=warm.run_socket if warm else None)
+        return await execute(spec, summary, launcher=warm)
     finally:
         receiver.close_channel(channel)
 

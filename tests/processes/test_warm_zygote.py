@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_operator.runner.warm.processes import ansible_environment, start_warm_processes
+from ansible_operator.runner.environment import ansible_environment
+from ansible_operator.runner.warm.processes import start_warm_processes
 
 HERE = Path(__file__).resolve().parent
 TASKS = """

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ansible_operator.runner.environment import ansible_environment
 from ansible_operator.runner.event_plugin import SOCKET_ENV, TOKEN_ENV
 from ansible_operator.runner.events import RunSummary
 from ansible_operator.runner.plan import new_ident
@@ -14,11 +15,7 @@ from ansible_operator.runner.process import RunSpec, execute
 from ansible_operator.runner.receiver import EventReceiver
 from ansible_operator.runner.result import RunResult
 from ansible_operator.runner.rundir import RunDir, prepare
-from ansible_operator.runner.warm.processes import (
-    WarmProcesses,
-    ansible_environment,
-    start_warm_processes,
-)
+from ansible_operator.runner.warm.processes import WarmProcesses, start_warm_processes
 from ansible_operator.runner.warm.zygote import WarmZygote
 
 
@@ -83,7 +80,7 @@ async def play_warm(
         env=env,
     )
     try:
-        result = await execute(spec, summary, warm_runner=warm.run_socket)
+        result = await execute(spec, summary, launcher=warm)
     finally:
         receiver.close_channel(channel)
     return result, run_dir

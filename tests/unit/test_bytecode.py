@@ -6,7 +6,10 @@ from __future__ import annotations
 import traceback
 from pathlib import Path
 
-from ansible_operator.runner.warm.bytecode import CompiledSources, collection_roots
+from ansible_operator.runner.warm.accelerations.compiled_module_sources import (
+    CompiledSources,
+    collection_roots,
+)
 
 UTIL = "def boom():\n    raise ValueError('from the util')\n"
 

@@ -218,3 +218,43 @@ def test_the_checker_finds_a_cycle_and_an_upward_import(tmp_path: Path) -> None:
         f"(layer {LAYER_OF['kube']}) imports ansible_operator.cluster.pki "
         f"(layer {LAYER_OF['cluster']})"
     ]
+
+
+WARM = f"{PACKAGE}.runner.warm"
+
+
+def _into_warm(edges: list[Import]) -> list[str]:
+    """Imports of runner/warm/ by the rest of runner/."""
+    return [
+        f"{e.where}: {e.importer} imports {e.imported}"
+        for e in edges
+        if _part(e.importer) == "runner"
+        and not (e.importer == WARM or e.importer.startswith(f"{WARM}."))
+        and (e.imported == WARM or e.imported.startswith(f"{WARM}."))
+    ]
+
+
+def test_the_reference_runner_imports_nothing_of_the_warm_one() -> None:
+    # The warm runner is behind a seam (runner/launcher.py): the host, the
+    # process and the rest of runner/ run a reference run without it; only
+    # what chooses the launcher (the manager, the commands) names runner/warm.
+    found = _into_warm(_imports(_modules()))
+    assert not found, "runner/ outside runner/warm/ imports it:\n" + "\n".join(found)
+
+
+def test_the_seam_check_finds_a_lazy_import_of_warm(tmp_path: Path) -> None:
+    root = tmp_path / PACKAGE
+    (root / "runner" / "warm").mkdir(parents=True)
+    for package in (root, root / "runner", root / "runner" / "warm"):
+        (package / "__init__.py").write_text("")
+    (root / "runner" / "warm" / "forkserver.py").write_text("")
+    (root / "runner" / "process.py").write_text(
+        "def start():\n    from ansible_operator.runner.warm import forkserver\n"
+    )
+
+    edges = _imports(_modules(root), root)
+
+    assert _into_warm(edges) == [
+        "ansible_operator/runner/process.py:2: ansible_operator.runner.process imports "
+        "ansible_operator.runner.warm.forkserver"
+    ]

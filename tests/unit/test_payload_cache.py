@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ansible_operator.runner.warm.payload_cache import fingerprint, source_dirs
+from ansible_operator.runner.warm.accelerations.shared_payload_cache import fingerprint, source_dirs
 
 
 def layout(tmp_path: Path) -> dict[str, Path]:

@@ -131,7 +131,7 @@ async def reconciled_widgets() -> tuple[FakeApi, Metrics, AnsibleReconciler]:
     metrics = Metrics()
     shared = Shared(
         api=api,  # type: ignore[arg-type]
-        options=Settings(),
+        settings=Settings(),
         metrics=metrics,
         runner=FakeRunner(),
         admission=ADMISSION,

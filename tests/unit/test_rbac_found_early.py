@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from ansible_operator.commands.reconcile import add_reconcile_arguments, settings_of
-from ansible_operator.commands.run import add_run_arguments, options_from
+from ansible_operator.commands.run import add_run_arguments
+from ansible_operator.commands.run import settings_of as run_settings_of
 from ansible_operator.kube.config import KubeConfig
 from ansible_operator.kube.credentials import NoCredentials
 from ansible_operator.kube.impersonation import impersonated_user
@@ -156,8 +157,8 @@ def test_run_and_reconcile_take_as_and_refuse_a_malformed_one(
     run_parser, reconcile_parser = argparse.ArgumentParser(), argparse.ArgumentParser()
     add_run_arguments(run_parser)
     add_reconcile_arguments(reconcile_parser)
-    assert options_from(run_parser.parse_args(["--as", SA])).watching.impersonate == SA
-    assert options_from(run_parser.parse_args([])).watching.impersonate is None
+    assert run_settings_of(run_parser.parse_args(["--as", SA])).watching.impersonate == SA
+    assert run_settings_of(run_parser.parse_args([])).watching.impersonate is None
     reconcile_args = reconcile_parser.parse_args(["Memcached/m", "--as", SA])
     assert settings_of(reconcile_args).watching.impersonate == SA
     with pytest.raises(SystemExit):

@@ -78,13 +78,13 @@ class Setup:
         self.api = FakeApi()
         self.api.put(MEMCACHED, obj)
         self.runner = runner
-        self.options = Settings(
+        self.settings = Settings(
             ansible=AnsibleSettings(check_mode=check_mode),
             runs=RunSettings(reconcile_period=36000.0),
         )
         shared = Shared(
             api=self.api,  # type: ignore[arg-type]
-            options=self.options,
+            settings=self.settings,
             metrics=Metrics(),
             runner=runner,
             admission=ADMISSION,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ansible_operator.runner.warm.processes import ansible_environment
+from ansible_operator.runner.environment import ansible_environment
 
 
 def test_every_run_loads_our_no_log_reporter() -> None:

@@ -87,7 +87,7 @@ def plan_in(root: Path, *, ansible_args: str = "", writes: bool = True) -> RunPl
 async def host(tmp_path: Path) -> AsyncIterator[RunnerHost]:
     """A host in reference mode, without cgroups, granting through `Grants`."""
     host = RunnerHost(
-        options=Settings(runs=RunSettings(runner_mode="reference")),
+        settings=Settings(runs=RunSettings(runner_mode="reference")),
         access=Grants(),
         runner_root=tmp_path / "runs",
         scratch=tmp_path,

@@ -291,7 +291,7 @@ def _environment(
     directory: Path, roles_path: str | None, collections_path: str | None
 ) -> dict[str, str]:
     """The environment of the project's runs: where roles and collections are found."""
-    from ansible_operator.runner.warm.processes import ansible_environment
+    from ansible_operator.runner.environment import ansible_environment
 
     env = {
         **os.environ,

@@ -15,10 +15,11 @@ from pathlib import Path
 
 from ansible_operator import __version__
 from ansible_operator.commands.run import add_acceleration_switch, switched_off
+from ansible_operator.runner.environment import ansible_environment
 from ansible_operator.runner.versions import installed_versions
 from ansible_operator.runner.warm.acceleration import Verdict
 from ansible_operator.runner.warm.accelerations import ACCELERATIONS
-from ansible_operator.runner.warm.processes import ansible_environment, start_warm_processes
+from ansible_operator.runner.warm.processes import start_warm_processes
 
 
 def version_text() -> str:

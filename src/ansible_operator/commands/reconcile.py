@@ -183,8 +183,8 @@ def settings_of(args: argparse.Namespace) -> Settings:
 
 
 async def reconcile_once(args: argparse.Namespace) -> int:
-    options = settings_of(args)
-    watching = options.watching
+    settings = settings_of(args)
+    watching = settings.watching
     watches = load_watches(watching.watches_file, cwd=Path.cwd())
     for warning in templated_cluster_data(watches):
         print(f"ansible-operator: warning: {warning}", file=sys.stderr)
@@ -204,7 +204,7 @@ async def reconcile_once(args: argparse.Namespace) -> int:
             await proxy.start()
             metrics = Metrics()
             host = RunnerHost(
-                options=options,
+                settings=settings,
                 access=proxy,
                 runner_root=Path(scratch) / "runs",
                 scratch=Path(scratch),
@@ -217,7 +217,7 @@ async def reconcile_once(args: argparse.Namespace) -> int:
             try:
                 shared = Shared(
                     api=api,
-                    options=options,
+                    settings=settings,
                     metrics=metrics,
                     runner=host,
                     admission=WatchAdmission(Path.cwd(), os.environ, assigned=assigned_places),

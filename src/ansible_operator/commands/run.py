@@ -42,11 +42,6 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     add_flags(parser, parsers=COMMAND_PARSERS)
 
 
-def add_impersonation_argument(parser: argparse.ArgumentParser) -> None:
-    """`--as`, for `run` and `reconcile` alike."""
-    add_flags(parser, only=["--as"])
-
-
 def add_acceleration_switch(parser: argparse.ArgumentParser) -> None:
     add_flags(parser, only=["--disable-acceleration"], parsers=COMMAND_PARSERS)
 
@@ -56,7 +51,7 @@ def switched_off(args: argparse.Namespace) -> tuple[str, ...]:
     return names
 
 
-def options_from(args: argparse.Namespace) -> Settings:
+def settings_of(args: argparse.Namespace) -> Settings:
     return settings_from(args, os.environ)
 
 
@@ -72,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from ansible_operator.runner.warm.zygote import WarmZygote
     from ansible_operator.serving.http_limits import raise_open_file_limit
 
-    settings = options_from(args)
+    settings = settings_of(args)
     if settings.watching.namespace_selector and settings.watching.namespaces:
         print(
             "ansible-operator: WATCH_NAMESPACE and --watch-namespace-selector "

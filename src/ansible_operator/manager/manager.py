@@ -1,5 +1,5 @@
 """The manager: owns the API client, informers, controllers, the runner host
-(event receiver, warm processes, the runs' cgroups), the API proxy, metrics
+(event receiver, the launcher of runs, the runs' cgroups), the API proxy, metrics
 and health servers and leader election; starts them in order and stops them
 gracefully (SIGTERM: stop taking work, let runs finish up to the
 graceful-shutdown timeout, then kill them).
@@ -60,6 +60,8 @@ from ansible_operator.project.watches import Watch, Webhook
 from ansible_operator.proxy.server import ApiProxy
 from ansible_operator.reconciler.ansible_reconciler import AnsibleReconciler, Shared
 from ansible_operator.runner.host import RunnerHost
+from ansible_operator.runner.launcher import Launcher, ReferenceLauncher
+from ansible_operator.runner.warm.launcher import WarmLauncher
 from ansible_operator.runner.warm.zygote import WarmZygote
 from ansible_operator.serving.http_limits import GuardedSite
 from ansible_operator.serving.http_malformed import StrictAppRunner
@@ -86,7 +88,7 @@ class Manager:
     def __init__(
         self,
         watches: list[Watch],
-        options: Settings,
+        settings: Settings,
         connect: Callable[[str | None], KubeConfig],
         webhooks: list[Webhook] | None = None,
         zygote: WarmZygote | None = None,  # forked by the command, to make the warm runner of
@@ -95,7 +97,7 @@ class Manager:
         self.zygote = zygote
         self.webhooks = webhooks or []
         self.webhook_service: WebhookService | None = None
-        self.options = options
+        self.settings = settings
         # The command chooses where the cluster comes from (cluster.connect_config
         # may fall back to the local control plane); the runtime never imports it.
         self.connect = connect
@@ -180,19 +182,19 @@ class Manager:
                 headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"},
             )
 
-        guards = [MetricsAuthorizer(api).middleware()] if needs_auth(self.options) else []
+        guards = [MetricsAuthorizer(api).middleware()] if needs_auth(self.settings) else []
         app = web.Application(middlewares=guards)
         app.router.add_get("/metrics", metrics)
         return app
 
     async def _serve_metrics(self, api: ApiClient, scratch: Path) -> None:
-        address = metrics_address(self.options)
+        address = metrics_address(self.settings)
         bind = parse_bind_address(address)
-        if bind is not None and not needs_auth(self.options) and bind[0] not in LOOPBACK:
+        if bind is not None and not needs_auth(self.settings) and bind[0] not in LOOPBACK:
             log.warning(
                 "metrics are served to anyone who can reach %s: add --metrics-secure", address
             )
-        tls = server_tls(self.options, scratch)
+        tls = server_tls(self.settings, scratch)
         await self._serve("metrics", address, self._metrics_app(api), tls)
 
     # ----- lifecycle ---------------------------------------------------------
@@ -202,8 +204,8 @@ class Manager:
             self.stopping.set()
 
     def _leader_namespace(self) -> str:
-        if self.options.leader_election.namespace:
-            return self.options.leader_election.namespace
+        if self.settings.leader_election.namespace:
+            return self.settings.leader_election.namespace
         if IN_CLUSTER_NAMESPACE.exists():
             return IN_CLUSTER_NAMESPACE.read_text().strip()
         raise SystemExit(
@@ -216,12 +218,12 @@ class Manager:
         for signum in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(signum, self.request_stop)
-        config = self.connect(self.options.watching.kubeconfig)
-        if self.options.watching.impersonate:
-            config.impersonate = self.options.watching.impersonate
+        config = self.connect(self.settings.watching.kubeconfig)
+        if self.settings.watching.impersonate:
+            config.impersonate = self.settings.watching.impersonate
         # mkdtemp creates it 0700: the event socket inside is ours alone.
         scratch = Path(tempfile.mkdtemp(prefix="ansible-operator-"))
-        runner_root = self.options.runs.runner_dir or scratch / "runs"
+        runner_root = self.settings.runs.runner_dir or scratch / "runs"
         elector: LeaderElectionThread | None = None
         prober: asyncio.Task[None] | None = None
         host: RunnerHost | None = None
@@ -239,19 +241,19 @@ class Manager:
                     await self._say_whom_we_act_as(api)
                 self.api_health = ApiServerHealth(
                     api,
-                    ready_grace=self.options.health.api_server_ready_grace,
-                    live_grace=self.options.health.api_server_live_grace,
+                    ready_grace=self.settings.health.api_server_ready_grace,
+                    live_grace=self.settings.health.api_server_live_grace,
                 )
                 prober = asyncio.create_task(self.api_health.probe_forever())
                 await self._serve(
-                    "health", self.options.health.probe_bind_address, self._health_app()
+                    "health", self.settings.health.probe_bind_address, self._health_app()
                 )
                 await self._serve_metrics(api, scratch)
                 # One proxy and one runner host for every run of this process, the
                 # webhooks' too: started before the election, as the webhooks are.
                 self.mapper = RestMapper(api)
                 self.scope = await self._namespace_scope(api)
-                if self.options.leader_election.shard_ring:
+                if self.settings.leader_election.shard_ring:
                     # Empty until the ring gives this replica its share (sharding/ring.py).
                     self.share = ObjectShare()
                 self.cache = InformerCache(api, self.scope, share=self.share)
@@ -262,42 +264,41 @@ class Manager:
                     self.mapper,
                     cache=self.cache,
                     dependents=self.dependents,
-                    inject_owner_ref=self.options.proxy.inject_owner_ref,
+                    inject_owner_ref=self.settings.proxy.inject_owner_ref,
                     shard_labels=self.share is not None,
-                    port=self.options.proxy.port,
+                    port=self.settings.proxy.port,
                     trace_configs=[self.metrics.request_counter("proxy")],
                     on_cache_hit=self.metrics.proxy_cache_hits.inc,
                 )
                 await self.proxy.start()
                 host = RunnerHost(
-                    options=self.options,
+                    settings=self.settings,
                     access=self.proxy,
                     runner_root=runner_root,
                     scratch=scratch,
                     metrics=self.metrics,
                     max_runs=self._global_cap(),
-                    targets=self._run_targets(),
-                    zygote=self.zygote,
+                    launcher=self._launcher(scratch),
                 )
                 await host.start()
                 if self.webhooks:
                     await self._start_webhooks(api, scratch, host)
-                if self.options.health.bound_addresses_file is not None:
+                if self.settings.health.bound_addresses_file is not None:
                     write_bound_addresses(
-                        self.options.health.bound_addresses_file, self._bound_addresses()
+                        self.settings.health.bound_addresses_file, self._bound_addresses()
                     )
-                if self.options.leader_election.enabled:
+                if self.settings.leader_election.enabled:
                     # On a thread of its own: renewal never waits for this loop.
                     elector = LeaderElectionThread(
                         config,
                         trace_configs=[self.metrics.request_counter("operator")],
-                        name=self.options.leader_election.id,
+                        name=self.settings.leader_election.id,
                         namespace=self._leader_namespace(),
-                        lease_duration=self.options.leader_election.lease_duration,
-                        renew_deadline=self.options.leader_election.renew_deadline,
-                        retry_period=self.options.leader_election.retry_period,
+                        lease_duration=self.settings.leader_election.lease_duration,
+                        renew_deadline=self.settings.leader_election.renew_deadline,
+                        retry_period=self.settings.leader_election.retry_period,
                     )
-                    leading = self.metrics.leader.labels(self.options.leader_election.id)
+                    leading = self.metrics.leader.labels(self.settings.leader_election.id)
                     leading.set(0)
                     acquiring = asyncio.create_task(elector.acquire())
                     stop_wait = asyncio.create_task(self.stopping.wait())
@@ -316,7 +317,7 @@ class Manager:
                     await self.ring.join()
                 shared = Shared(
                     api=api,
-                    options=self.options,
+                    settings=self.settings,
                     metrics=self.metrics,
                     runner=host,
                     admission=admission,
@@ -341,17 +342,17 @@ class Manager:
                 lost = (elector is not None and elector.lost.is_set()) or (
                     self.ring is not None and self.ring.lost.is_set()
                 )
-                await self._shutdown(0.0 if lost else self.options.runs.graceful_shutdown_timeout)
+                await self._shutdown(0.0 if lost else self.settings.runs.graceful_shutdown_timeout)
                 if elector is not None:
-                    self.metrics.leader.labels(self.options.leader_election.id).set(0)
+                    self.metrics.leader.labels(self.settings.leader_election.id).set(0)
                     await elector.release()
                 if self.ring is not None:
                     await self.ring.leave()  # after the runs ended: hand over at once
                 return 1 if lost else 0
         finally:
             watchdog.stop()
-            if self.options.health.bound_addresses_file is not None:
-                remove_bound_addresses(self.options.health.bound_addresses_file)
+            if self.settings.health.bound_addresses_file is not None:
+                remove_bound_addresses(self.settings.health.bound_addresses_file)
             await admission.stop()
             if self.webhook_service is not None:
                 await self.webhook_service.stop()
@@ -371,10 +372,10 @@ class Manager:
         """WATCH_NAMESPACE's list, or the namespaces --watch-namespace-selector
         picks (listed now, so the informers start with them); the controllers
         forget the objects of a namespace that leaves."""
-        selector = self.options.watching.namespace_selector
+        selector = self.settings.watching.namespace_selector
         scope: NamespaceScope
         if not selector:
-            scope = NamespaceScope(self.options.watching.namespaces)
+            scope = NamespaceScope(self.settings.watching.namespaces)
         else:
             scope = SelectedNamespaces(api, selector)
             await scope.start()
@@ -383,19 +384,19 @@ class Manager:
         return scope
 
     def _shard_ring(self, config: KubeConfig, share: ObjectShare) -> ShardRingThread:
-        settings = self.options.leader_election
-        assert settings.shard_ring is not None
+        election = self.settings.leader_election
+        assert election.shard_ring is not None
         return ShardRingThread(
             config,
             share,
             self._drain,
             trace_configs=[self.metrics.request_counter("operator")],
-            ring=settings.shard_ring,
+            ring=election.shard_ring,
             namespace=self._leader_namespace(),
             metrics=self.metrics,
-            lease_duration=settings.lease_duration,
-            renew_deadline=settings.renew_deadline,
-            retry_period=settings.retry_period,
+            lease_duration=election.lease_duration,
+            renew_deadline=election.renew_deadline,
+            retry_period=election.retry_period,
         )
 
     async def _drain(self, _buckets: frozenset[int]) -> None:
@@ -414,7 +415,7 @@ class Manager:
                 )
             ]
 
-        deadline = time.monotonic() + self.options.runs.graceful_shutdown_timeout
+        deadline = time.monotonic() + self.settings.runs.graceful_shutdown_timeout
         stopped = False
         while in_flight := running():
             if not stopped and time.monotonic() > deadline:
@@ -441,12 +442,25 @@ class Manager:
         controller-runtime): they start before the election."""
         self.webhook_service = WebhookService(
             self.webhooks,
-            self.options,
+            self.settings,
             host=host,
             metrics=self.metrics,
             scratch=scratch,
         )
         await self.webhook_service.start(api)
+
+    def _launcher(self, scratch: Path) -> Launcher:
+        """How runs start (--runner-mode): forked from the warm runner, made of
+        the command's fork of the operator when it made one, or afresh."""
+        if self.settings.runs.runner_mode != "warm":
+            return ReferenceLauncher()
+        return WarmLauncher(
+            settings=self.settings,
+            scratch=scratch,
+            metrics=self.metrics,
+            targets=self._run_targets(),
+            zygote=self.zygote,
+        )
 
     def _run_targets(self) -> list[dict[str, str]]:
         """Every role and playbook the watches run (finalizers included)."""
@@ -466,12 +480,12 @@ class Manager:
         return targets
 
     def _global_cap(self) -> int:
-        if self.options.runs.max_concurrent_runs:
-            return self.options.runs.max_concurrent_runs
+        if self.settings.runs.max_concurrent_runs:
+            return self.settings.runs.max_concurrent_runs
         return sum(self._effective(watch).workers for watch in self.watches)
 
     def _effective(self, watch: Watch) -> Effective:
-        return effective(watch, self.options.runs, self.options.ansible)
+        return effective(watch, self.settings.runs, self.settings.ansible)
 
     async def _start_controllers(self, shared: Shared) -> None:
         assert self.cache is not None and self.mapper is not None

@@ -43,24 +43,24 @@ MAX_CACHED = 1024
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def metrics_address(options: Settings) -> str:
-    if options.metrics.bind_address is not None:
-        return options.metrics.bind_address
-    return SECURE_ADDRESS if options.metrics.secure else LOOPBACK_ADDRESS
+def metrics_address(settings: Settings) -> str:
+    if settings.metrics.bind_address is not None:
+        return settings.metrics.bind_address
+    return SECURE_ADDRESS if settings.metrics.secure else LOOPBACK_ADDRESS
 
 
-def needs_auth(options: Settings) -> bool:
-    return options.metrics.secure or options.metrics.require_rbac
+def needs_auth(settings: Settings) -> bool:
+    return settings.metrics.secure or settings.metrics.require_rbac
 
 
-def server_tls(options: Settings, scratch: Path) -> ssl.SSLContext | None:
+def server_tls(settings: Settings, scratch: Path) -> ssl.SSLContext | None:
     """The metrics server's TLS: the certificate in --metrics-cert-path, or a
     self-signed one (as controller-runtime makes when given none)."""
-    if not options.metrics.secure:
+    if not settings.metrics.secure:
         return None
-    if options.metrics.cert_path is not None:
-        cert = options.metrics.cert_path / options.metrics.cert_name
-        key = options.metrics.cert_path / options.metrics.cert_key
+    if settings.metrics.cert_path is not None:
+        cert = settings.metrics.cert_path / settings.metrics.cert_name
+        key = settings.metrics.cert_path / settings.metrics.cert_key
     else:
         directory = scratch / "metrics-tls"
         pair = issue_serving_cert(create_ca(directory, "ansible-operator-metrics"), directory)

@@ -46,7 +46,7 @@ class Shared:
     """What every watch's reconciler shares."""
 
     api: ApiClient
-    options: Settings
+    settings: Settings
     metrics: Metrics
     runner: Runner  # does the Ansible runs (runner/host.py's RunnerHost)
     admission: WatchAdmission  # what of an object may reach its run, and how
@@ -65,12 +65,12 @@ class AnsibleReconciler:
 
     @property
     def writes_status(self) -> bool:
-        return self.watch.manage_status and not self.shared.options.ansible.check_mode
+        return self.watch.manage_status and not self.shared.settings.ansible.check_mode
 
     @property
     def dry_run(self) -> bool:
         """Check mode (`reconcile --check`): Ansible in check mode, and we write nothing."""
-        return self.shared.options.ansible.check_mode
+        return self.shared.settings.ansible.check_mode
 
     # ----- one reconcile -----------------------------------------------------
     async def reconcile(self, key: ObjectKey) -> Outcome:
@@ -94,22 +94,22 @@ class AnsibleReconciler:
         self._record_created(obj)
 
         try:
-            settings = object_settings(obj, most_artifacts=self.watch.max_runner_artifacts)
+            annotated = object_settings(obj, most_artifacts=self.watch.max_runner_artifacts)
         except AnnotationError as error:
             await self._fail(obj, str(error), reason="InvalidAnnotation")
             return Outcome(retry=True)
-        if self._warned.get(key, ()) != settings.warnings:
+        if self._warned.get(key, ()) != annotated.warnings:
             # Once per object and distinct warning: reconciles may come every second.
             # Only objects with warnings hold an entry (thousands of objects have none).
-            if settings.warnings:
-                self._warned[key] = settings.warnings
+            if annotated.warnings:
+                self._warned[key] = annotated.warnings
             else:
                 del self._warned[key]
-            for warning in settings.warnings:
+            for warning in annotated.warnings:
                 await self._event(obj, "AnnotationAdjusted", warning, warning=True)
-        options = self.shared.options
+        settings = self.shared.settings
         # Annotation over watch over flag, resolved once for the run and the requeue.
-        resolved = effective(self.watch, options.runs, options.ansible, settings)
+        resolved = effective(self.watch, settings.runs, settings.ansible, annotated)
 
         if (
             not deleting
@@ -141,7 +141,7 @@ class AnsibleReconciler:
                 self.watch,
                 obj,
                 variables,
-                options,
+                settings,
                 resolved,
                 deleting=deleting,
                 ident=new_ident(),

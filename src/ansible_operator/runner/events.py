@@ -1,7 +1,9 @@
 """Runner events -> what a run achieved: stats, failed tasks, requeue requests.
 
 Pure data handling over the event dicts that ansible-runner produces, so it
-can be table-tested without running Ansible.
+can be table-tested without running Ansible: `EventFold` folds them into what
+the run did, `OutputGuard` counts their output against the run's cap, and
+`RunSummary` feeds both, and the run's redactor first, from one place.
 """
 
 from __future__ import annotations
@@ -107,8 +109,10 @@ def bounded(text: str, limit: int = MAX_FAILURE_MESSAGE) -> str:
 
 
 @dataclass
-class RunSummary:
-    """Accumulates one run's events."""
+class EventFold:
+    """What a run's events say it did, folded in one by one (`add`), in order:
+    plain data, table-tested without Ansible. Knows nothing of what the run
+    must not let out: `failure_message` is given the redactor."""
 
     stats: Stats | None = None
     failed_tasks: list[FailedTask] = field(default_factory=list)
@@ -117,19 +121,9 @@ class RunSummary:
     requeue_after: float | None = None
     events: int = 0
     last_task: str = ""
-    redactor: Redactor = field(default_factory=Redactor)  # what the run must not let out
-    output_size: int = 0  # characters of Ansible output so far
-    max_output: int | None = None  # more than this sets output_exceeded
-    output_exceeded: asyncio.Event = field(default_factory=asyncio.Event)
 
     def add(self, event: Mapping[str, Any]) -> None:
-        self.redactor.learn(event)  # first: this very event may carry a Secret
-        if event.get("event") == SENSITIVE_EVENT:
-            return
         self.events += 1
-        self.output_size += int(event.get(OUTPUT_SIZE_FIELD) or len(event.get("stdout") or ""))
-        if self.max_output and self.output_size > self.max_output:
-            self.output_exceeded.set()
         kind = event.get("event", "")
         data = event.get("event_data") or {}
         if (task := task_started(event)) is not None:
@@ -143,8 +137,7 @@ class RunSummary:
         elif kind in REQUEUE_EVENTS and self.requeue_after is None:
             self.requeue_after = requeue_period(data)
 
-    @property
-    def failure_message(self) -> str:
+    def failure_message(self, redactor: Redactor) -> str:
         """The failed tasks, each with its file:line and message (`describe`),
         redacted, then bounded. Only the last failure per host ended the run;
         earlier ones were rescued, so with one host, the last one counts."""
@@ -152,7 +145,71 @@ class RunSummary:
             return ""
         count = max(1, self.stats.failures + self.stats.unreachable) if self.stats else 1
         described = "\n".join(task.describe() for task in self.failed_tasks[-count:])
-        return bounded(self.redactor.text(described))
+        return bounded(redactor.text(described))
+
+
+class OutputGuard:
+    """A run's Ansible output counted against its cap (--max-run-output):
+    `exceeded` is set once it passed `limit` (None: no cap), and the run is
+    stopped (process.py waits on it)."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = limit
+        self.size = 0  # characters of Ansible output so far
+        self.exceeded = asyncio.Event()
+
+    def add(self, event: Mapping[str, Any]) -> None:
+        self.size += int(event.get(OUTPUT_SIZE_FIELD) or len(event.get("stdout") or ""))
+        if self.limit and self.size > self.limit:
+            self.exceeded.set()
+
+
+@dataclass
+class RunSummary:
+    """One run's events as they arrive, in three parts, each written only by
+    `add` (called by the run's event handler, runner/host.py, for each event):
+
+    - `redactor`: what the run must not let out, learnt from each event
+      before anything else reads it (this very event may carry a Secret), on
+      top of the run's credentials, which the host gave it before the run;
+    - `guard`: the output counted against the run's cap;
+    - `fold`: what the run did (stats, failed tasks, requeue_after).
+
+    The run's process (process.py) and its result (result.py) only read them.
+    """
+
+    redactor: Redactor = field(default_factory=Redactor)
+    guard: OutputGuard = field(default_factory=OutputGuard)
+    fold: EventFold = field(default_factory=EventFold)
+
+    def add(self, event: Mapping[str, Any]) -> None:
+        self.redactor.learn(event)  # first: this very event may carry a Secret
+        if event.get("event") == SENSITIVE_EVENT:
+            return  # our callback plugin's, for the redactor alone
+        self.guard.add(event)
+        self.fold.add(event)
+
+    # What the run did, as the fold has it.
+    @property
+    def stats(self) -> Stats | None:
+        return self.fold.stats
+
+    @property
+    def failed_tasks(self) -> list[FailedTask]:
+        return self.fold.failed_tasks
+
+    @property
+    def requeue_after(self) -> float | None:
+        return self.fold.requeue_after
+
+    @property
+    def last_task(self) -> str:
+        return self.fold.last_task
+
+    @property
+    def failure_message(self) -> str:
+        """The failed tasks, described, redacted and bounded (EventFold.failure_message)."""
+        return self.fold.failure_message(self.redactor)
 
 
 def task_started(event: Mapping[str, Any]) -> str | None:

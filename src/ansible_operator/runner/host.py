@@ -1,21 +1,25 @@
 """The runner's face: one host per operator process, every run goes through it.
 
     RunnerHost.start()                   the runner directory claimed, the event
-                                         receiver, the runs' cgroups, the warm
-                                         processes (warm mode)
+                                         receiver, the runs' cgroups, the
+                                         launcher begun (the warm processes)
     RunnerHost.run(plan) -> RunResult    a reconcile's run or an admission run
     RunnerHost.stop()
 
 Started once, before leader election (admission webhooks answer on every
-replica), and shared by reconciles and webhooks: one event receiver, one set
-of warm processes, one proxy (the `access` given) per process.
+replica), and shared by reconciles and webhooks: one event receiver, one
+launcher, one proxy (the `access` given) per process. How runs are started is
+the launcher given (launcher.py: the reference's, or runner/warm's), one
+constructor argument; the host knows nothing else of it.
 
-A run, in this order: the proxy grant (what the plan may write and own; its
-credentials taught to the run's redactor), the event channel, the task log,
-the run directory, a run slot when the plan is capped, `execute` (warm
-runner, the run's cgroup) and, whatever happens, the cleanup: channel closed,
-grant revoked, the run's secrets removed, the artifacts rotated. What differs
-between callers is data: the plan.
+A run, in this order: what the launcher offers now (its RunMode), the proxy
+grant (what the plan may write and own; its credentials taught to the run's
+redactor), the event channel, the task log, the run's configuration
+(configuration.py, from the plan and the settings), its directory, a run
+slot when the plan is capped, `execute` (the launcher, the run's cgroup) and,
+whatever happens, the cleanup: channel closed, grant revoked, the run's
+secrets removed, the artifacts rotated. What differs between callers is data:
+the plan.
 """
 
 from __future__ import annotations
@@ -24,32 +28,32 @@ import asyncio
 import contextlib
 import logging
 import shutil
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ansible_operator.observability.metrics import Metrics
-from ansible_operator.runner import cgroups, disk_budget, priority, rundir
+from ansible_operator.runner import cgroups, disk_budget, rundir
 from ansible_operator.runner.access import AccessProvider
+from ansible_operator.runner.configuration import (
+    EventAddress,
+    RunPlace,
+    Surroundings,
+    configure,
+    host_rotates,
+)
 from ansible_operator.runner.disk_budget import RESCAN_INTERVAL, DiskBudget, Limits, Pruned
-from ansible_operator.runner.event_plugin import SOCKET_ENV, TOKEN_ENV
-from ansible_operator.runner.events import RunSummary
+from ansible_operator.runner.events import OutputGuard, RunSummary
+from ansible_operator.runner.launcher import Launcher, ReferenceLauncher
 from ansible_operator.runner.plan import RunPlan
-from ansible_operator.runner.process import RunSpec, execute
+from ansible_operator.runner.process import execute
 from ansible_operator.runner.receiver import EventReceiver, EventSink
+from ansible_operator.runner.redaction import Redactor
 from ansible_operator.runner.result import RunResult
 from ansible_operator.runner.tasklog import TaskLogger
-from ansible_operator.runner.warm.keeper import WarmKeeper
-from ansible_operator.runner.warm.processes import (
-    WarmProcesses,
-    ansible_environment,
-    start_warm_processes,
-)
-from ansible_operator.runner.warm.zygote import WarmZygote
 from ansible_operator.settings import Settings
 
 log = logging.getLogger("ansible_operator.controller")
-warm_log = logging.getLogger("ansible_operator.manager")
 
 LiveOutput = Callable[[str], None]
 
@@ -71,10 +75,6 @@ def subject_fields(root: Path, artifacts: Path) -> str:
     return f"subject={'/'.join(parts) or artifacts.parent}"
 
 
-def added(counts: Mapping[str, int], more: Mapping[str, int]) -> dict[str, int]:
-    return {name: counts.get(name, 0) + more.get(name, 0) for name in {*counts, *more}}
-
-
 def credentials(kubeconfig: Mapping[str, Any] | None) -> list[str]:
     """The secrets of a run's kubeconfig: never shown, should a role print them."""
     found = []
@@ -85,42 +85,36 @@ def credentials(kubeconfig: Mapping[str, Any] | None) -> list[str]:
 
 
 class RunnerHost:
-    """Runs RunPlans: in reference mode (a fresh ansible-runner per run) or, with
-    `options.runs.runner_mode == "warm"`, forked from the warm processes."""
+    """Runs RunPlans, each started by `launcher` (default: the reference's, a
+    fresh ansible-runner per run)."""
 
     def __init__(
         self,
         *,
-        options: Settings,
+        settings: Settings,
         access: AccessProvider,  # the proxy: each run's grant
         runner_root: Path,  # where the runs' subjects keep their run directories
         scratch: Path,  # private (0700): the event socket, the warm processes
         metrics: Metrics,
         max_runs: int,  # the operator's cap on concurrent capped runs
-        targets: Sequence[Mapping[str, str]] = (),  # roles and playbooks the warm runner preloads
+        launcher: Launcher | None = None,  # how runs are started (launcher.py)
         contain: bool = True,  # a cgroup per run, where the operator may make them
         live_output: LiveOutput | None = None,  # `reconcile`: Ansible's own output
-        zygote: WarmZygote | None = None,  # the operator's fork to make the warm runner of
     ) -> None:
-        self.options = options
+        self.settings = settings
         self.access = access
         self.runner_root = runner_root
         self.scratch = scratch
         self.metrics = metrics
-        self.targets = [dict(target) for target in targets]
+        self.launcher: Launcher = launcher if launcher is not None else ReferenceLauncher()
         self.contain = contain
         self.live_output = live_output
-        self.zygote = zygote
         self.receiver = EventReceiver(scratch / "events.sock", on_metric=metrics.user_metric)
-        self._warm = WarmKeeper(self._start_warm_processes, self._warm_runner_replaced)
-        # The acceleration hits counted by warm runners that exited: their
-        # successors count from zero, the metric goes on from these.
-        self._hits_before: dict[str, int] = {}
         self._run_slots = asyncio.Semaphore(max_runs)
         self._run_groups: cgroups.RunGroups | None = None
         self._runner_dir: rundir.RunnerDirClaim | None = None
         self._in_flight: set[str] = set()  # idents whose artifacts must stay
-        limits = Limits(options.runs.runner_dir_max_size, options.runs.runner_dir_max_files)
+        limits = Limits(settings.runs.runner_dir_max_size, settings.runs.runner_dir_max_files)
         # None: no cap, and no tally (nor its walk of the directory at start).
         self.disk: DiskBudget | None = None if limits.unlimited else DiskBudget(runner_root, limits)
         self._rescans: asyncio.Task[None] | None = None
@@ -138,17 +132,10 @@ class RunnerHost:
             # Runs of an operator killed earlier may have left processes.
             await asyncio.to_thread(cgroups.remove_stale)
             self._run_groups = cgroups.RunGroups()
-        if self.options.runs.runner_mode == "warm":
-            # Behind readiness: the operator serves and fills its caches while
-            # the warm runner imports Ansible (seconds); the first run waits for it.
-            self._warm.begin()
-
-    async def warm_processes(self) -> WarmProcesses | None:
-        """The warm processes, once started (None: reference mode, or they did not start)."""
-        return await self._warm.current()
+        self.launcher.begin()
 
     async def stop(self) -> None:
-        await self._warm.stop()
+        await self.launcher.stop()
         if self._rescans is not None:
             self._rescans.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -162,50 +149,25 @@ class RunnerHost:
             self._runner_dir.release()
             self._runner_dir = None
 
-    async def _start_warm_processes(self) -> WarmProcesses | None:
-        """Warm runner mode: the processes runs and their modules fork from."""
-        run_env = ansible_environment(
-            roles_path=self.options.ansible.roles_path,
-            collections_path=self.options.ansible.collections_path,
-            pipelining=True,
-        )
-        try:
-            warm = await start_warm_processes(
-                self.scratch,
-                run_env,
-                self.targets,
-                self.options.runs.disabled_accelerations,
-                zygote=self.zygote,
-            )
-        except (RuntimeError, OSError) as error:
-            # Slower, never broken: runs start ansible-runner afresh, as Operator SDK's do.
-            warm_log.error("%s: running in reference mode instead", error)
-            return None
-        self.metrics.warm_runner_pid.set(warm.process.pid)
-        before = self._hits_before
-        self.metrics.track_accelerations(
-            {name: verdict.on for name, verdict in warm.accelerations.items()},
-            lambda: added(before, warm.hits()),
-        )
-        return warm
-
-    def _warm_runner_replaced(self, gone: WarmProcesses) -> None:
-        self.metrics.warm_runner_pid.set(0)
-        self.metrics.warm_runner_restarts.inc()
-        self._hits_before = added(self._hits_before, gone.hits())
-
     # ----- one run -------------------------------------------------------------
     async def run(self, plan: RunPlan, *, on_event: EventSink | None = None) -> RunResult:
         """Play `plan` and clean up after it. `on_event` hears each of its events
         after the run's summary and task log did. Raises RunStopped (stopping.py)
         when the reconcile it runs for is stopped; CancelledError kills the run."""
-        options = self.options
-        summary = RunSummary()
+        settings = self.settings
+        mode = await self.launcher.mode()
+        access = self.access.grant(plan.owner, writes=plan.writes, owns=plan.owns)
+        # What the run must not let out: its credentials, then what its events teach.
+        redactor = Redactor()
+        for credential in credentials(access.kubeconfig):
+            redactor.add(credential)
+        # Written by `handle` alone, for each event; the process only reads it.
+        summary = RunSummary(redactor=redactor, guard=OutputGuard(settings.runs.max_run_output))
         task_log = TaskLogger(
-            options.ansible.log_events,
+            settings.ansible.log_events,
             plan.described,
-            ansible_output=options.ansible.debug_logs,
-            redactor=summary.redactor,
+            ansible_output=settings.ansible.debug_logs,
+            redactor=redactor,
         )
         live_output = self.live_output
 
@@ -213,54 +175,36 @@ class RunnerHost:
             summary.add(event)
             task_log.handle(event)
             if live_output is not None and event.get("stdout"):
-                live_output(summary.redactor.stdout(event))
+                live_output(redactor.stdout(event))
             if on_event is not None:
                 on_event(event)
 
-        warm = await self.warm_processes()
-        access = self.access.grant(plan.owner, writes=plan.writes, owns=plan.owns)
-        for credential in credentials(access.kubeconfig):
-            summary.redactor.add(credential)
         channel = self.receiver.open_channel(handle, label=plan.described)
+        redactor.add(channel.token)  # the run's key to the event receiver
         self._in_flight.add(plan.ident)
-        run_dir: rundir.RunDir | None = None
         artifacts = self.runner_root / plan.subject / rundir.ARTIFACTS
         if self.disk is not None:
             self.disk.begin(plan.ident, artifacts)  # before its directories are made
+        run_dir: rundir.RunDir | None = None
         try:
-            run_dir = rundir.prepare(
-                self.runner_root / plan.subject,
-                extravars=plan.extravars,
-                cluster_vars=plan.cluster_vars.encoded if plan.cluster_vars else None,
-                envvars=access.env,
-                kubeconfig=access.kubeconfig,
-                ansible_args=plan.ansible_args,
-                inventory=options.ansible.inventory,
-                interpreter=warm.interpreter if warm else None,
-                private=rundir.private_root(self.runner_root),
+            config = configure(
+                plan,
+                settings,
+                mode=mode,
+                access=access,
+                events=EventAddress(self.receiver.socket_path, channel.token),
+                place=RunPlace(self.runner_root, rundir.new_name()),
+                surroundings=Surroundings.here(),
             )
-            spec = RunSpec(
-                run_dir=run_dir,
-                role=plan.role,
-                playbook=plan.playbook,
-                ident=plan.ident,
-                verbosity=plan.verbosity,
-                timeout=plan.timeout,
-                # ansible-runner rotates a subject's artifacts when its runs never
-                # overlap and some are kept; else the host does, after the run.
-                keep_artifacts=0 if self._rotates_after(plan) else plan.keep_artifacts,
-                skip_facts=plan.skip_facts,
-                env=self._run_env(channel.token, warm, plan.nice),
-                max_output=options.runs.max_run_output,
-                memory_limit=options.runs.run_memory_limit,
-            )
+            run_dir = config.spec.run_dir  # removed below, even if writing it fails
+            rundir.write(run_dir, config.inputs)
             async with self._slot(plan):
                 if self.disk is not None:  # in the slot: room for runs that run, not wait
                     await asyncio.to_thread(self._make_room, plan, run_dir)
                 result = await execute(
-                    spec,
+                    config.spec,
                     summary,
-                    warm_runner=warm.run_socket if warm else None,
+                    launcher=self.launcher,
                     groups=self._run_groups or None,
                 )
         finally:
@@ -270,7 +214,7 @@ class RunnerHost:
             try:
                 if run_dir is not None:
                     rundir.remove_secrets(run_dir)
-                    if self._rotates_after(plan):
+                    if host_rotates(plan):
                         await asyncio.to_thread(self._rotate, run_dir, plan.keep_artifacts)
             finally:
                 if self.disk is not None:  # cancelled or not: it is no longer in flight
@@ -309,10 +253,6 @@ class RunnerHost:
             stats.failures if stats else "-",
             result.artifacts,
         )
-
-    @staticmethod
-    def _rotates_after(plan: RunPlan) -> bool:
-        return plan.shares_subject or plan.keep_artifacts == 0
 
     def _rotate(self, run_dir: rundir.RunDir, keep: int) -> None:
         """Keep the newest `keep` artifact directories, never one of a run in flight."""
@@ -402,17 +342,3 @@ class RunnerHost:
             pruned.still_over,
             plan.ident if plan else "-",
         )
-
-    def _run_env(self, token: str, warm: WarmProcesses | None, nice: int) -> dict[str, str]:
-        """The event plugin's way back to us, the run's priority, and the Ansible
-        settings of every run (pipelining to the warm interpreter in warm mode)."""
-        return {
-            SOCKET_ENV: str(self.receiver.socket_path),
-            TOKEN_ENV: token,
-            priority.NICE_ENV: str(nice),
-            **ansible_environment(
-                roles_path=self.options.ansible.roles_path,
-                collections_path=self.options.ansible.collections_path,
-                pipelining=warm is not None,
-            ),
-        }

@@ -57,19 +57,19 @@ def plan_for(
     watch: Watch,
     obj: Mapping[str, Any],
     variables: RunVariables,
-    options: Settings,
-    settings: Effective,
+    settings: Settings,
+    resolved: Effective,
     *,
     deleting: bool = False,
     ident: str,
 ) -> RunPlan:
     """The run of `obj` (as the controller last wrote it) with `variables`, what
-    admission made of it: its finalizer run when `deleting`; `settings` are the
-    object's, resolved (settings/precedence.py)."""
+    admission made of it: its finalizer run when `deleting`; `resolved` are the
+    object's settings, resolved (settings/precedence.py)."""
     owner = owner_of(watch, obj)
     role, playbook = watch.target(deleting=deleting)
-    ansible_args = options.ansible.args
-    if options.ansible.check_mode:
+    ansible_args = settings.ansible.args
+    if settings.ansible.check_mode:
         ansible_args = f"{ansible_args} --check --diff".strip()
     gvk = watch.gvk
     return RunPlan(
@@ -83,11 +83,11 @@ def plan_for(
         playbook=playbook,
         extravars=variables.author,
         cluster_vars=variables.cluster,
-        verbosity=settings.verbosity,
-        timeout=settings.run_timeout,
-        keep_artifacts=settings.keep_artifacts,
-        skip_facts=options.ansible.skip_facts,
+        verbosity=resolved.verbosity,
+        timeout=resolved.run_timeout,
+        keep_artifacts=resolved.keep_artifacts,
+        skip_facts=settings.ansible.skip_facts,
         ansible_args=ansible_args,
-        nice=options.runs.reconcile_run_nice,
+        nice=settings.runs.reconcile_run_nice,
         label=gvk_label(watch),
     )

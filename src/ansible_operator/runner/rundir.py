@@ -93,6 +93,30 @@ def private_root(root: Path) -> Path:
     return root / PRIVATE
 
 
+@dataclass(frozen=True)
+class RunInputs:
+    """What one run's private directory holds (runner/configuration.py decides it)."""
+
+    extravars: dict[str, Any]  # the author's, written as JSON
+    envvars: dict[str, str]  # ansible-runner's env/envvars (the proxy grant's)
+    cluster_vars: bytes | None = None  # the cluster's data, a file of its own
+    kubeconfig: dict[str, Any] | None = None  # the run's credential
+    ansible_args: str = ""
+    inventory: Path | None = None  # the operator's (--inventory), else localhost
+    interpreter: Path | None = None  # the Python the default inventory names for modules
+
+
+def new_name() -> str:
+    """A run's private directory's name: 128 random bits."""
+    return secrets.token_hex(16)
+
+
+def run_dir_of(path: Path, private: Path, name: str) -> RunDir:
+    """The run directory named `name` of the object whose directory is `path`,
+    its inputs under `private` (private_root)."""
+    return RunDir(private / name, path / ARTIFACTS)
+
+
 def prepare(
     path: Path,
     *,
@@ -106,30 +130,48 @@ def prepare(
     private: Path | None = None,
 ) -> RunDir:
     """Write the inputs of one run of the object whose directory is `path`,
-    in a new private directory under `private` (default: beside `path`).
-    Secrets are written 0600 in a 0700 tree."""
-    make_private_dirs(path / ARTIFACTS)
+    in a new private directory under `private` (default: beside `path`)."""
+    private = private if private is not None else path.parent / PRIVATE
+    run_dir = run_dir_of(path, private, new_name())
+    inputs = RunInputs(
+        extravars=extravars,
+        envvars=envvars,
+        cluster_vars=cluster_vars,
+        kubeconfig=kubeconfig,
+        ansible_args=ansible_args,
+        inventory=inventory,
+        interpreter=interpreter,
+    )
+    write(run_dir, inputs)
+    return run_dir
+
+
+def write(run_dir: RunDir, inputs: RunInputs) -> None:
+    """Make `run_dir` (its object's artifacts directory, its private
+    directory) and write `inputs` there. Secrets are written 0600 in a 0700
+    tree. Raises ValueError for ansible_args that do not parse."""
+    path, private = run_dir.artifacts.parent, run_dir.path.parent
+    make_private_dirs(run_dir.artifacts)
     for directory in (path, path.parent):
         with contextlib.suppress(OSError):
             directory.chmod(0o700)
-    private = private if private is not None else path.parent / PRIVATE
     make_private_dirs(private)
     private.chmod(0o300)  # its owner may enter a run's directory, not list them
-    run_dir = RunDir(private / secrets.token_hex(16), path / "artifacts")
     run_dir.path.mkdir(mode=0o700)
     (run_dir.path / "env").mkdir(mode=0o700)
     (run_dir.path / "project").mkdir(mode=0o700)
-    write_private(run_dir.extravars, encode_author_vars(extravars))
-    if cluster_vars is not None:
+    write_private(run_dir.extravars, encode_author_vars(inputs.extravars))
+    ansible_args, envvars = inputs.ansible_args, inputs.envvars
+    if inputs.cluster_vars is not None:
         # project/extravars_file.py: the cluster's data, a file of its own; ansible-runner
         # passes env/extravars, and env/cmdline comes first on its command line.
-        write_private(run_dir.cluster_vars, cluster_vars)
+        write_private(run_dir.cluster_vars, inputs.cluster_vars)
         given = f"-e @{shlex.quote(str(run_dir.cluster_vars))}"
         ansible_args = f"{given} {ansible_args}".strip()
-    if kubeconfig is not None:
+    if inputs.kubeconfig is not None:
         from ansible_operator.kube.kubeconfig import write_kubeconfig
 
-        write_kubeconfig(run_dir.kubeconfig, kubeconfig)
+        write_kubeconfig(run_dir.kubeconfig, inputs.kubeconfig)
         envvars = {
             **envvars,
             "K8S_AUTH_KUBECONFIG": str(run_dir.kubeconfig),
@@ -140,8 +182,7 @@ def prepare(
         # Validate the quoting now, so a bad --ansible-args fails clearly here.
         shlex.split(ansible_args)
         write_private(run_dir.cmdline, ansible_args.encode())
-    _write_inventory(run_dir, inventory, interpreter)
-    return run_dir
+    _write_inventory(run_dir, inputs.inventory, inputs.interpreter)
 
 
 def _write_inventory(run_dir: RunDir, inventory: Path | None, interpreter: Path | None) -> None:
@@ -251,15 +292,3 @@ def remove_secrets(run_dir: RunDir) -> None:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
     shutil.rmtree(run_dir.path, ignore_errors=True)
-
-
-def rotate_artifacts(run_dir: RunDir, keep: int) -> None:
-    """Keep the newest `keep` artifact directories (0 keeps none)."""
-    if not run_dir.artifacts.exists():
-        return
-    entries = sorted(
-        (entry for entry in run_dir.artifacts.iterdir() if entry.is_dir()),
-        key=lambda entry: entry.stat().st_mtime,
-    )
-    for entry in entries[: max(0, len(entries) - keep)]:
-        shutil.rmtree(entry, ignore_errors=True)

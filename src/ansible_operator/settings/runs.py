@@ -164,7 +164,7 @@ class RunSettings:
             "reference: a fresh interpreter per task, as Operator SDK does",
         ),
     )
-    # Warm-runner accelerations not to use (runner/warm/accelerations.py), by name.
+    # Warm-runner accelerations not to use (runner/warm/accelerations/), by name.
     disabled_accelerations: tuple[str, ...] = field(
         default=(),
         metadata=setting(

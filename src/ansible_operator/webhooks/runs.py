@@ -66,11 +66,11 @@ class AdmissionRunner:
     def __init__(
         self,
         *,
-        options: Settings,
+        settings: Settings,
         host: RunnerHost,  # the manager's: its proxy, event receiver, warm processes
         slots: FairSlots,  # concurrent admission runs, shared fairly between clients
     ) -> None:
-        self.options = options
+        self.settings = settings
         self.host = host
         self.slots = slots
         self._background: set[asyncio.Future[Any]] = set()
@@ -121,7 +121,7 @@ class AdmissionRunner:
         variables: RunVariables,
         budget: float,
     ) -> RunPlan:
-        options = self.options
+        settings = self.settings
         return RunPlan(
             ident=new_ident(),
             owner=owner_for(request),
@@ -131,12 +131,12 @@ class AdmissionRunner:
             playbook=webhook.playbook,
             extravars=variables.author,
             cluster_vars=variables.cluster,
-            verbosity=options.ansible.verbosity,
+            verbosity=settings.ansible.verbosity,
             timeout=budget + KILL_AFTER,
             keep_artifacts=webhook.max_runner_artifacts,
             shares_subject=True,  # concurrent requests: rotated by the host, after each run
             skip_facts=True,  # a role's facts about this host cost a second, every request
-            ansible_args=options.ansible.args,
+            ansible_args=settings.ansible.args,
             writes=webhook.may_write(request.dry_run),
             owns=False,  # a webhook run owns nothing it writes
             nice=priority.ADMISSION,  # answered within seconds: before reconciles

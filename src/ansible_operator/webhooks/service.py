@@ -59,8 +59,8 @@ def in_cluster_namespace() -> str | None:
         return None
 
 
-def configuration_name(options: Settings) -> str:
-    return options.webhooks.configuration_name or options.leader_election.id
+def configuration_name(settings: Settings) -> str:
+    return settings.webhooks.configuration_name or settings.leader_election.id
 
 
 @dataclass(frozen=True)
@@ -73,19 +73,19 @@ class Placement:
     ca_secret: tuple[str, str] | None
 
 
-def placement(options: Settings, pod_namespace: str | None) -> Placement:
-    ca_secret = parse_secret(options.webhooks.ca_secret) if options.webhooks.ca_secret else None
-    if options.webhooks.url:
-        host = urlsplit(options.webhooks.url).hostname or LOOPBACK
+def placement(settings: Settings, pod_namespace: str | None) -> Placement:
+    ca_secret = parse_secret(settings.webhooks.ca_secret) if settings.webhooks.ca_secret else None
+    if settings.webhooks.url:
+        host = urlsplit(settings.webhooks.url).hostname or LOOPBACK
         names = [host, "localhost", LOOPBACK]
-        return Placement(Endpoint(url=options.webhooks.url), names, ca_secret)
+        return Placement(Endpoint(url=settings.webhooks.url), names, ca_secret)
     service = None
-    if options.webhooks.service:
-        service = parse_service(options.webhooks.service)
+    if settings.webhooks.service:
+        service = parse_service(settings.webhooks.service)
     elif pod_namespace:
         service = (
             pod_namespace,
-            f"{configuration_name(options)}-webhook-service",
+            f"{configuration_name(settings)}-webhook-service",
             SERVICE_PORT,
         )
     if service is None:
@@ -97,7 +97,7 @@ def placement(options: Settings, pod_namespace: str | None) -> Placement:
         f"{name}.{namespace}",
         f"{name}.{namespace}.svc.cluster.local",
     ]
-    secret = ca_secret or (namespace, f"{configuration_name(options)}-webhook-ca")
+    secret = ca_secret or (namespace, f"{configuration_name(settings)}-webhook-ca")
     return Placement(Endpoint(service=service), names, secret)
 
 
@@ -105,7 +105,7 @@ class WebhookService:
     def __init__(
         self,
         webhooks: Sequence[Webhook],
-        options: Settings,
+        settings: Settings,
         *,
         host: RunnerHost,  # the manager's: its runs, its proxy
         metrics: Metrics,
@@ -113,7 +113,7 @@ class WebhookService:
         pod_namespace: str | None = None,  # None: this Pod's, when in a cluster
     ) -> None:
         self.webhooks = list(webhooks)
-        self.options = options
+        self.settings = settings
         self.host = host
         self.metrics = metrics
         self.scratch = scratch
@@ -129,22 +129,22 @@ class WebhookService:
         self._summaries: asyncio.Task[None] | None = None
 
     async def start(self, api: ApiClient) -> None:
-        bind = parse_bind_address(self.options.webhooks.bind_address)
+        bind = parse_bind_address(self.settings.webhooks.bind_address)
         if bind is None or not self.webhooks:
             return
-        where = placement(self.options, self.pod_namespace)
+        where = placement(self.settings, self.pod_namespace)
         lifetimes = tls.Lifetimes.from_environment()
-        if self.options.webhooks.cert_dir is not None:
-            serving = tls.from_files(self.options.webhooks.cert_dir)
+        if self.settings.webhooks.cert_dir is not None:
+            serving = tls.from_files(self.settings.webhooks.cert_dir)
         else:
             serving = await tls.operator_made(
                 api, where.ca_secret, where.names, self.scratch / "webhook-tls", lifetimes
             )
-        if self.options.webhooks.client_ca is not None:
-            tls.require_client_certificates(serving.context, self.options.webhooks.client_ca)
+        if self.settings.webhooks.client_ca is not None:
+            tls.require_client_certificates(serving.context, self.settings.webhooks.client_ca)
         self._api = api
-        cap = self.options.webhooks.max_concurrent_runs or 2 * (os.cpu_count() or 1)
-        self._runner = AdmissionRunner(options=self.options, host=self.host, slots=FairSlots(cap))
+        cap = self.settings.webhooks.max_concurrent_runs or 2 * (os.cpu_count() or 1)
+        self._runner = AdmissionRunner(settings=self.settings, host=self.host, slots=FairSlots(cap))
         self._server = WebhookServer(
             self.webhooks, self._admit, serving.context, *bind, metrics=self.metrics
         )
@@ -153,7 +153,7 @@ class WebhookService:
         if serving.watched:
             self._renewals = asyncio.create_task(serving.follow_renewals())
         self.endpoint = where.endpoint or Endpoint(url=f"https://{LOOPBACK}:{self.bound[1]}")
-        if not self.options.webhooks.manage_configurations:
+        if not self.settings.webhooks.manage_configurations:
             log.info(
                 "webhook configurations left to the manifests "
                 "(--webhook-manage-configurations=false)"
@@ -164,14 +164,14 @@ class WebhookService:
             log.warning(
                 "webhook configurations carry no caBundle: %s has no ca.crt (cert-manager's CA "
                 "injector, or whoever ships the configurations, must add it)",
-                self.options.webhooks.cert_dir,
+                self.settings.webhooks.cert_dir,
             )
         self._remove_on_stop = where.endpoint is None
         await configurations.remove_stale_configurations(
-            api, configuration_name(self.options), self.endpoint
+            api, configuration_name(self.settings), self.endpoint
         )
         await configurations.sync_configurations(
-            api, configuration_name(self.options), self.webhooks, self.endpoint, serving.ca_bundle
+            api, configuration_name(self.settings), self.webhooks, self.endpoint, serving.ca_bundle
         )
         self._rotate(api, serving, where.names, lifetimes, managed=True)
 
@@ -188,7 +188,7 @@ class WebhookService:
         certificate (and its CA) renewed while the operator runs (rotation.py)."""
         if serving.store is None:
             return  # the user's files: followed by `follow_renewals`
-        name, endpoint, webhooks = configuration_name(self.options), self.endpoint, self.webhooks
+        name, endpoint, webhooks = configuration_name(self.settings), self.endpoint, self.webhooks
         assert endpoint is not None
 
         async def apply_bundle(bundle: bytes) -> bool:
@@ -222,7 +222,7 @@ class WebhookService:
             with contextlib.suppress(Exception):
                 async with ApiClient(self._api.config, timeout=10.0) as api:
                     await configurations.remove_configurations(
-                        api, configuration_name(self.options)
+                        api, configuration_name(self.settings)
                     )
         if self._server is not None:
             await self._server.stop()

@@ -13,7 +13,6 @@ async def authenticate(exchange: Exchange, pass_on: Handler) -> web.StreamRespon
     grant = services.grants.bearing(exchange.request.headers.get("Authorization", ""))
     if grant is None:
         # No token, a forged one, or one of a run that has ended.
-        services.stats["unauthorized"] += 1
         return status_response(
             401, "Unauthorized", "the ansible-operator proxy serves only the operator's own runs"
         )

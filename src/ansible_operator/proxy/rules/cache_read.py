@@ -27,7 +27,6 @@ async def answer_from_cache(exchange: Exchange, pass_on: Handler) -> web.StreamR
     if body is None:
         return await pass_on(exchange)
     services = exchange.services
-    services.stats["cache_hits"] += 1
     if services.on_cache_hit is not None:
         services.on_cache_hit()
     if len(body.get("items") or ()) >= LARGE_LIST:

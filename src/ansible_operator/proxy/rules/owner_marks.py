@@ -57,7 +57,6 @@ async def _marked(exchange: Exchange) -> bytes:
     injection = await _injection(exchange, document)
     if injection is None or not injection.changed:
         return exchange.body
-    exchange.services.stats["injected"] += 1
     return json.dumps(injection.body).encode()
 
 

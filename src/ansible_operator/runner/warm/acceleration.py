@@ -14,18 +14,24 @@ Each acceleration is a record: what it saves, what it relies on, its probe,
 and its installers, each for a phase of a warm process's life (`Phase`).
 The warm processes probe the records once, then at each phase install those
 that are on (`install_phase`); they name no acceleration. The list of
-accelerations is accelerations.py; this module knows none of them.
+accelerations is accelerations/ (one module each, listed in its
+__init__); this module knows none of them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import inspect
+import json
+import os
+import select
+import signal
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ansible_operator.runner.warm import hits
 
@@ -105,6 +111,7 @@ class Verdict:
 
 
 SWITCHED_OFF = "switched off (--disable-acceleration)"
+FORK_TIMEOUT = 30.0  # seconds a probe's check in a fork may take (in_a_fork)
 _verdicts: dict[str, Verdict] = {}
 _probed: dict[str, Acceleration] = {}  # in the order probed: the order installed
 
@@ -175,6 +182,8 @@ def used(name: str, amount: int = 1) -> None:
     hits.count(name, amount)
 
 
+# ----- for probes: each calls what its acceleration relies on and checks the
+# effect (on a small input, in a scratch directory), never reads source text.
 def require(condition: object, missing: str) -> None:
     """For probes: `missing` is what is not as expected."""
     if not condition:
@@ -183,3 +192,59 @@ def require(condition: object, missing: str) -> None:
 
 def parameters_of(function: Callable[..., object]) -> set[str]:
     return set(inspect.signature(function).parameters)
+
+
+def in_a_fork(check: Callable[[], str], timeout: float = FORK_TIMEOUT) -> str:
+    """`check()` run in a fork of this process, so that what it sets up (an
+    initialised plugin loader, a setting changed) stays there, its stdio on
+    /dev/null (this process's stdout may be the operator's pipe): what it
+    returned ("" when all was as expected), else why it said nothing."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the fork)
+        os.close(read)
+        answer = "the check said nothing"
+        try:
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            answer = check()
+        except BaseException as error:
+            answer = f"the check failed: {error!r}"
+        finally:
+            with contextlib.suppress(BaseException):
+                os.write(write, json.dumps(answer).encode())
+            os._exit(0)
+    os.close(write)
+    try:
+        ready, _, _ = select.select([read], [], [], timeout)
+        data = b""
+        if ready:
+            with os.fdopen(read, "rb", closefd=False) as pipe:
+                data = pipe.read()
+        else:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    finally:
+        os.close(read)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+    if not data:
+        return f"the check ended without an answer (in {timeout:g}s)"
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        return "the check's answer was cut"
+    return str(answer)
+
+
+def runner_config_in(directory: Path) -> Any:
+    """An ansible-runner RunnerConfig prepared as for a run of an empty
+    playbook in `directory` (its private data directory, made here)."""
+    from ansible_runner.config.runner import RunnerConfig
+
+    (directory / "project").mkdir(parents=True, exist_ok=True)
+    (directory / "project" / "probe.yml").write_text("[]\n")
+    config = RunnerConfig(private_data_dir=str(directory), playbook="probe.yml", ident="probe")
+    config.prepare()
+    return config

@@ -1,10 +1,9 @@
 """What the warm processes share: a private unix socket, a fork per
-connection, children reaped, and death with the parent."""
+connection, children reaped (each dies with its parent: runner/lifetime.py)."""
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
 import os
 import signal
@@ -13,14 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-_PR_SET_PDEATHSIG = 1
 MAX_REQUEST = 16 << 20  # bytes of one request to a warm process (a run's, the warm runner's)
-
-
-def die_with_parent() -> None:
-    """The operator may be killed with SIGKILL: its helpers go with it."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def listen(socket_path: Path) -> socket.socket:

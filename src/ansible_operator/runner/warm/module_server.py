@@ -1,4 +1,5 @@
-"""A warm interpreter for Ansible modules (acceleration `warm-module-interpreter`).
+"""A warm interpreter for Ansible modules (the process; its acceleration record
+and probe: accelerations/warm_module_interpreter.py).
 
 Every task of a role runs its module in a fresh Python process that imports
 ansible's module_utils and the Kubernetes client again: ~0.4 s of CPU per
@@ -33,14 +34,19 @@ import threading
 import warnings
 import zipfile
 import zipimport
-from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
 from ansible_operator.runner import cgroups, priority
-from ansible_operator.runner.warm import acceleration, bytecode
-from ansible_operator.runner.warm.acceleration import Acceleration, Context, Phase, require
-from ansible_operator.runner.warm.forkserver import die_with_parent, listen, serve_forks
+from ansible_operator.runner.lifetime import die_with_parent
+from ansible_operator.runner.warm import acceleration
+from ansible_operator.runner.warm.acceleration import Context, Phase
+from ansible_operator.runner.warm.accelerations import (
+    compiled_module_sources,
+    warm_module_interpreter,
+)
+from ansible_operator.runner.warm.forkserver import listen, serve_forks
+from ansible_operator.runner.warm.module_requests import SESSION_ENV, send_request
 
 # Imported once, here. Ansible's own module_utils come from the installation
 # the operator's ansible-playbook runs from, so they are the very code each
@@ -64,21 +70,8 @@ WARM_IMPORTS = (
     "yaml",
     "jsonpatch",
 )
-NAME = "warm-module-interpreter"
-# Where a run's session of this interpreter listens (see `_serve_session`);
-# in the run's environment, for the shim and for the task workers.
-SESSION_ENV = "ANSIBLE_OPERATOR_MODULE_SESSION"
 SHIM_FILE = "python"  # in the warm runner's scratch directory
 MAX_HEADER = 1 << 20
-PROBE_TIMEOUT = 30.0
-# Run through the shim by the probe: what a module's payload does first.
-PROBE_PROGRAM = b"""
-import sys
-from ansible.module_utils.basic import AnsibleModule
-print(AnsibleModule.__name__)
-sys.exit(3)
-"""
-_shim: Path | None = None  # written by `write_shim`, checked by the probe
 _session_groups: str | None = None  # in a run's session: the run's cgroups, joined
 # The shim runs once per task: it imports only what the interpreter has built
 # in (no `socket`, no `json`: ~15 ms less per task). marshal is safe here:
@@ -112,12 +105,11 @@ sys.exit(int(code) if code.strip() else 1)
 
 
 def write_shim(path: Path, socket_path: Path) -> Path:
-    global _shim
+    """The interpreter runs name: hands each module run to `socket_path`."""
     path.write_text(
         SHIM.format(python=sys.executable, socket=str(socket_path), session_env=SESSION_ENV)
     )
     path.chmod(0o700)
-    _shim = path
     return path
 
 
@@ -239,17 +231,6 @@ def open_session(server: Path, address: Path, groups: str, nice: int = 0) -> soc
     return conn
 
 
-def send_request(conn: socket.socket, request: dict[str, object], fds: Sequence[int] = ()) -> None:
-    """As the shim sends its request: `LENGTH\n`, the marshalled dict, and
-    the descriptors to run the module on (stdin, stdout, stderr)."""
-    body = marshal.dumps(request)
-    data = str(len(body)).encode() + b"\n" + body
-    if fds:
-        conn.sendmsg([data[:1]], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
-        data = data[1:]
-    conn.sendall(data)
-
-
 def _close_in_fork(conn: socket.socket) -> None:
     """In any fork: the connection is its parent's. A fork of a fork finds
     it closed already (a session's module that forks)."""
@@ -298,7 +279,7 @@ def _run_child(conn: socket.socket) -> None:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         sys.meta_path.append(PayloadFinder())
         acceleration.install_phase(Phase.MODULE, Context())
-        acceleration.used(NAME)
+        acceleration.used(warm_module_interpreter.NAME)
         try:
             if argv and not argv[0].startswith("-"):
                 sys.argv = argv
@@ -332,51 +313,14 @@ def preload() -> None:
     acceleration.install_phase(Phase.MODULE_INTERPRETER, Context())
 
 
-def probe_interpreter() -> None:
-    """A program run through the shim, as Ansible runs a pipelined module
-    (the program on stdin), imports Ansible's module_utils and comes back
-    with its output and exit code, as under plain Python."""
-    import subprocess
-
-    shim = _shim
-    require(shim is not None, "no interpreter shim was written")
-    try:
-        done = subprocess.run(
-            [str(shim)],
-            input=PROBE_PROGRAM,
-            capture_output=True,
-            timeout=PROBE_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise acceleration.Unavailable(f"the shim did not run: {error!r}") from error
-    require(
-        done.returncode == 3 and done.stdout.strip() == b"AnsibleModule",
-        "a program run through the shim did not answer as under Python "
-        f"(exit code {done.returncode}, stderr {done.stderr.decode(errors='replace')[-300:]!r})",
-    )
-
-
 def handle(conn: socket.socket) -> NoReturn:
     _run_child(conn)
     os._exit(0)  # _run_child never returns
 
 
-# No installer: the warm runner opens each run a session of it, and the
-# operator names the shim as the runs' interpreter, when it is on.
-ACCELERATION = Acceleration(
-    name=NAME,
-    saves="a Python start and ~0.4 s of imports per task: modules run in forks "
-    "of an interpreter that imported module_utils and the Kubernetes client once",
-    relies_on="a module payload runs as a script under any Python named as "
-    "ansible_python_interpreter, pipelined on stdin",
-    probe=probe_interpreter,
-)
-
-
 if __name__ == "__main__":
     die_with_parent()
-    acceleration.probe([bytecode.ACCELERATION])
+    acceleration.probe([compiled_module_sources.ACCELERATION])
     preload()
     listener = listen(Path(sys.argv[1]))
     print("ready", flush=True)

@@ -5,9 +5,9 @@
 - the warm module interpreter (`module_server.py`): each task's module is a
   fork of it, reached through a shim named as the runs' Python interpreter.
 
-Both die with the operator. `ansible_environment` is what every run's
-environment adds for Ansible; the warm runner imports Ansible with it, so
-that what Ansible reads at import is what a run would have read.
+Both die with the operator. The warm runner imports Ansible with the
+environment every run gets (runner/environment.py), so that what Ansible
+reads at import is what a run would have read.
 """
 
 from __future__ import annotations
@@ -21,45 +21,20 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ansible_operator.collections import COLLECTIONS_PATH
-from ansible_operator.runner.ansible_paths import ansible_search_paths, joined
+from ansible_operator.runner.configuration import RunSpec
+from ansible_operator.runner.environment import with_our_python
+from ansible_operator.runner.launcher import StartedRun
 from ansible_operator.runner.warm.acceleration import Verdict
+from ansible_operator.runner.warm.accelerations.warm_module_interpreter import (
+    NAME as MODULE_INTERPRETER,
+)
 from ansible_operator.runner.warm.hits import HITS_FILE, HitCounters
-from ansible_operator.runner.warm.module_server import NAME as MODULE_INTERPRETER
 from ansible_operator.runner.warm.module_server import SHIM_FILE
-from ansible_operator.runner.warm.plugin_preload import OWN_CALLBACKS
 from ansible_operator.runner.warm.zygote import ForkedProcess, WarmZygote
 
 log = logging.getLogger("ansible_operator.runner")
 START_TIMEOUT = 60.0
-
-
-def ansible_environment(
-    *,
-    roles_path: str | None,
-    collections_path: str | None,
-    pipelining: bool,
-) -> dict[str, str]:
-    """The Ansible settings every run of this operator gets: our collection
-    and `--ansible-collections-path` before where Ansible would look anyway;
-    `--ansible-roles-path` (else Ansible's own roles path) and then the working
-    directory's `roles/`, as Operator SDK's operator finds a project's roles."""
-    search = ansible_search_paths()
-    collections = [str(COLLECTIONS_PATH)]
-    if collections_path:
-        collections += collections_path.split(os.pathsep)
-    collections += search.collections
-    roles = roles_path.split(os.pathsep) if roles_path else list(search.roles)
-    roles.append(str(Path.cwd() / "roles"))
-    env = {"ANSIBLE_COLLECTIONS_PATH": joined(collections), "ANSIBLE_ROLES_PATH": joined(roles)}
-    # Our no_log reporter (see redaction.py) beside any callbacks of the operator's.
-    callbacks = [str(OWN_CALLBACKS), os.environ.get("ANSIBLE_CALLBACK_PLUGINS", "")]
-    env["ANSIBLE_CALLBACK_PLUGINS"] = joined(callbacks)
-    if pipelining and "ANSIBLE_PIPELINING" not in os.environ:
-        # Modules go to the warm interpreter on stdin: no temporary file
-        # copied, made executable and removed for every task.
-        env["ANSIBLE_PIPELINING"] = "True"
-    return env
+RUNNER_EXIT_WAIT = 1.0  # seconds the warm runner may take to exit after its last word
 
 
 @dataclass
@@ -80,6 +55,34 @@ class WarmProcesses:
         except (OSError, ValueError):
             return {}
 
+    async def start(self, spec: RunSpec) -> StartedRun:
+        """Ask the warm runner (run_server.py) to fork the run `spec` describes."""
+        reader, writer = await asyncio.open_unix_connection(str(self.run_socket), limit=1 << 20)
+        request = {"argv": spec.command()[3:], "env": spec.env, "cwd": str(Path.cwd())}
+        writer.write(json.dumps(request).encode() + b"\n")
+        await writer.drain()
+        answer = (await reader.readline()).split()
+        if len(answer) != 2 or answer[0] != b"pid":
+            writer.close()
+            raise RuntimeError("the warm runner did not start the run")
+        started = StartedRun(int(answer[1]), lambda: _exit_code(), writer.close)
+
+        async def _exit_code() -> int | None:
+            while line := await reader.readline():
+                word, _, rest = line.decode(errors="replace").strip().partition(" ")
+                if word == "error":
+                    started.errors.append(rest)
+                elif word == "exit":
+                    # The runner exits right after saying so: its end (the
+                    # connection's) is the run's, and what is left is left over.
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(reader.read(), RUNNER_EXIT_WAIT)
+                    writer.close()
+                    return int(rest)
+            return None
+
+        return started
+
     async def stop(self) -> None:
         with contextlib.suppress(ProcessLookupError):
             self.process.kill()  # its module interpreter dies with it
@@ -93,14 +96,13 @@ async def start_warm_processes(
     switched_off: tuple[str, ...] = (),
     zygote: WarmZygote | None = None,
 ) -> WarmProcesses:
-    """`run_env`: `ansible_environment(...)`; `targets`: the roles and
+    """`run_env`: runner/environment.py's `ansible_environment(...)`; `targets`: the roles and
     playbooks runs will play (`{"role": path}`, `{"playbook": path}`);
     `switched_off`: accelerations not to use; `zygote`: the operator's fork
     to make the warm runner of (else it is started as a program). Raises
     RuntimeError if the warm runner does not start."""
-    env = {**os.environ, **run_env}
-    # Runs find ansible-playbook beside our interpreter (see process.execute).
-    env["PATH"] = os.pathsep.join(filter(None, [str(Path(sys.executable).parent), env.get("PATH")]))
+    # Runs find ansible-playbook beside our interpreter, as process.execute's do.
+    env = with_our_python({**os.environ, **run_env})
     module_socket, run_socket = scratch / "modules.sock", scratch / "runs.sock"
     runner_scratch = scratch / "warm-runner"
     runner_scratch.mkdir(mode=0o700, exist_ok=True)

@@ -19,7 +19,7 @@ those re-read, and any other difference makes that run start the real
 `ansible-playbook` instead, so a run never sees stale configuration.
 
 What makes a run faster than that (ansible-playbook in the fork among it,
-playbook_fork.py) is a list of accelerations (accelerations.py), each probed
+accelerations/playbook_in_fork.py) is a list of accelerations (accelerations/), each probed
 here at start-up against the installed versions: one that does not apply
 stays off, and the run gets the stock behaviour for it. Those that are on
 are installed at each phase (acceleration.Phase): here before serving, in
@@ -51,16 +51,16 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ansible_operator.runner import cgroups, priority, proctree
-from ansible_operator.runner.warm import acceleration, hits, module_handoff, module_server
+from ansible_operator.runner.lifetime import die_with_parent
+from ansible_operator.runner.warm import acceleration, hits, module_server
 from ansible_operator.runner.warm.acceleration import Context, Phase
-from ansible_operator.runner.warm.accelerations import ACCELERATIONS
-from ansible_operator.runner.warm.ansible_settings import remember_preload_settings
-from ansible_operator.runner.warm.forkserver import (
-    MAX_REQUEST,
-    die_with_parent,
-    listen,
-    serve_forks,
+from ansible_operator.runner.warm.accelerations import (
+    ACCELERATIONS,
+    module_handoff,
+    warm_module_interpreter,
 )
+from ansible_operator.runner.warm.ansible_settings import remember_preload_settings
+from ansible_operator.runner.warm.forkserver import MAX_REQUEST, listen, serve_forks
 
 # What every run imports. Not ansible-runner's display callback: it reads the
 # run's artifact directory from the environment when it is imported.
@@ -96,13 +96,7 @@ SESSION_END_WAIT = 1.0  # seconds
 
 def runner_environment(scratch: Path) -> dict[str, str]:
     """The environment ansible-runner gives a playbook run started from here."""
-    from ansible_runner.config.runner import RunnerConfig
-
-    data_dir = scratch / "probe"
-    (data_dir / "project").mkdir(parents=True, exist_ok=True)
-    (data_dir / "project" / "probe.yml").write_text("[]\n")
-    config = RunnerConfig(private_data_dir=str(data_dir), playbook="probe.yml", ident="probe")
-    config.prepare()
+    config = acceleration.runner_config_in(scratch / "probe")
     return {str(key): str(value) for key, value in config.env.items()}
 
 
@@ -176,7 +170,7 @@ def _close_module_session(session: socket.socket) -> None:
 def _open_module_session() -> socket.socket | None:
     """In the run's cgroup, with the run's environment: the run's own session
     of the warm module interpreter, named in the environment the run passes on."""
-    if not acceleration.enabled(module_server.NAME):
+    if not acceleration.enabled(warm_module_interpreter.NAME):
         return None
     address = _module_socket.parent / f"modules-{os.getpid()}.sock"
     groups = os.environ.get(cgroups.CGROUP_ENV, "")
@@ -225,6 +219,7 @@ def serve(
     `switched_off`: accelerations the operator was told not to use."""
     die_with_parent()
     shim = module_server.write_shim(scratch / module_server.SHIM_FILE, module_socket)
+    warm_module_interpreter.configure(shim)
     module_handoff.configure(shim, module_socket)
     counters = hits.HitCounters.create(scratch / hits.HITS_FILE, [a.name for a in ACCELERATIONS])
     hits.use(counters)

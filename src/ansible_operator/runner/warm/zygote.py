@@ -31,7 +31,8 @@ import threading
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ansible_operator.runner.warm.forkserver import MAX_REQUEST, die_with_parent
+from ansible_operator.runner.lifetime import die_with_parent
+from ansible_operator.runner.warm.forkserver import MAX_REQUEST
 
 
 class ForkedProcess:

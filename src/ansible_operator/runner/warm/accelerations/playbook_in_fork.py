@@ -5,7 +5,7 @@ Where ansible-runner starts `ansible-playbook` in a pseudo-terminal
 entry point instead of exec-ing a new interpreter: Ansible is imported
 already, in the warm runner. The run's environment and working directory are
 put in place, the settings Ansible read at import are read again where the
-run may differ (ansible_settings.py), and the accelerations of phase
+run may differ (../ansible_settings.py, settings_read_once.py), and the accelerations of phase
 PLAYBOOK are installed. A run whose settings differ in what Ansible read at
 import starts the real ansible-playbook instead.
 """
@@ -15,7 +15,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
-import inspect
 import os
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from ansible_operator.runner.warm.acceleration import (
     parameters_of,
     require,
 )
+from ansible_operator.runner.warm.accelerations import settings_read_once
 from ansible_operator.runner.warm.ansible_settings import reread_ansible_settings, stale_settings
 
 NAME = "playbook-in-fork"
@@ -39,17 +39,12 @@ PLAYBOOK_COMMAND = "ansible-playbook"
 
 
 def probe() -> None:
-    import ansible_runner.runner as runner_module
-    import pexpect
     from ansible import constants
 
     require(
-        "preexec_fn" in parameters_of(pexpect.spawn.__init__),
-        "pexpect.spawn takes no preexec_fn",
-    )
-    require(
-        "pexpect.spawn(" in inspect.getsource(runner_module),
-        "ansible_runner.runner no longer starts ansible-playbook with pexpect.spawn",
+        _runner_spawns_through_pexpect(),
+        "ansible_runner.runner no longer starts its command through pexpect.spawn "
+        "with a preexec_fn run in the terminal's child",
     )
     from ansible.cli.playbook import PlaybookCLI
 
@@ -65,6 +60,42 @@ def probe() -> None:
         "ansible.constants cannot re-read settings (set_constant, "
         "config.get_configuration_definitions, config.get_config_value)",
     )
+
+
+def _runner_spawns_through_pexpect() -> bool:
+    """ansible-runner's Runner, run on a command that exits at once: it starts
+    the command through `pexpect.spawn` as looked up when it runs (what
+    `install` replaces), and a `preexec_fn` added there runs in the terminal's
+    child before the command (where `play_here` would become ansible-playbook)."""
+    import pexpect
+    from ansible_runner.runner import Runner
+
+    require(
+        "preexec_fn" in parameters_of(pexpect.spawn.__init__), "pexpect.spawn takes no preexec_fn"
+    )
+    real_spawn = pexpect.spawn
+    spawned: list[list[str]] = []
+    command = ["/bin/sh", "-c", "exit 0"]
+    with tempfile.TemporaryDirectory() as scratch:
+        hooked = Path(scratch, "preexec_fn ran")
+
+        def spawn(command: str, args: list[str] | None = None, **kwargs: Any) -> Any:
+            spawned.append([command, *(args or [])])
+            kwargs["preexec_fn"] = hooked.touch
+            child = real_spawn(command, args or [], **kwargs)
+            with contextlib.suppress(AttributeError):
+                child.ptyproc.delayafterclose = 0.0  # the probe need not wait
+            return child
+
+        config = acceleration.runner_config_in(Path(scratch, "run"))
+        config.command = command
+        pexpect.spawn = spawn  # type: ignore[misc]
+        try:
+            runner = Runner(config)
+            runner.run()
+        finally:
+            pexpect.spawn = real_spawn  # type: ignore[misc]
+        return spawned == [command] and hooked.exists() and runner.rc == 0
 
 
 def install(context: Context) -> None:
@@ -107,7 +138,7 @@ def play_here(context: Context, argv: list[str], env: dict[str, str]) -> None:
         tempfile.tempdir = None
         for stream in (sys.stdout, sys.stderr):
             stream.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
-        reread_ansible_settings(env)
+        reread_ansible_settings(settings_read_once.to_reread(env))
         acceleration.used(NAME)
         playing = dataclasses.replace(context, playbook=Path(argv[-1]))
         acceleration.install_phase(Phase.PLAYBOOK, playing)

@@ -1,7 +1,7 @@
 """Module payloads built before the first run needs them (acceleration `payload-prebuild`).
 
 A run builds the payload of each module it uses the first time (see
-payload_cache.py): ~0.3 s per module, which would make the first reconcile
+shared_payload_cache.py): ~0.3 s per module, which would make the first reconcile
 after start-up pay for them. Once the warm runner is ready, a fork of it
 loads each watch's role or playbook as Ansible does (static imports, role
 dependencies, role library modules), finds the module of each task, and
@@ -29,12 +29,12 @@ from ansible_operator.runner.warm.acceleration import (
     require,
     used,
 )
-from ansible_operator.runner.warm.ansible_settings import reread_ansible_settings
-from ansible_operator.runner.warm.payload_cache import (
+from ansible_operator.runner.warm.accelerations.shared_payload_cache import (
     CACHE_NAME,
     roles_identity,
     share_payload_cache,
 )
+from ansible_operator.runner.warm.ansible_settings import reread_ansible_settings
 
 NAME = "payload-prebuild"
 MODIFY_MODULE_ARGUMENTS = (

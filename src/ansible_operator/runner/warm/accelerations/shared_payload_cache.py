@@ -21,6 +21,8 @@ import hashlib
 import json
 import os
 import re
+import sys
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -29,6 +31,7 @@ from ansible_operator.runner.warm.acceleration import (
     Context,
     Install,
     Phase,
+    in_a_fork,
     require,
     used,
 )
@@ -108,20 +111,45 @@ def roles_identity(roles: list[str]) -> bytes:
 
 
 def probe() -> None:
-    """Ansible still caches payloads under its local temporary directory, by
-    that name, and has the settings the fingerprint reads."""
-    import inspect
-
+    """Ansible has the settings the fingerprint reads, and a payload it
+    builds (in a fork: the build initialises the plugin loader) lands in
+    DEFAULT_LOCAL_TMP/ansiballz_cache, where `install` links the shared one."""
     from ansible import constants
-    from ansible.executor import module_common
 
-    source = inspect.getsource(module_common)
-    require(
-        f"'{CACHE_NAME}'" in source and "DEFAULT_LOCAL_TMP" in source,
-        f"ansible no longer caches module payloads in DEFAULT_LOCAL_TMP/{CACHE_NAME}",
-    )
     missing = [name for name in SETTINGS if not hasattr(constants, name)]
     require(not missing, f"ansible.constants has no {', '.join(missing)}")
+    with tempfile.TemporaryDirectory() as scratch:
+        failed = in_a_fork(lambda: _payload_built_in(Path(scratch)))
+    require(not failed, f"ansible no longer caches module payloads in {CACHE_NAME}: {failed}")
+
+
+PROBE_MODULE = "#!/usr/bin/python\nfrom ansible.module_utils.basic import AnsibleModule\n"
+
+
+def _payload_built_in(scratch: Path) -> str:
+    """Build a module's payload with DEFAULT_LOCAL_TMP in `scratch`: where it went."""
+    from ansible import constants
+    from ansible.executor.module_common import modify_module
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.plugins.loader import init_plugin_loader
+    from ansible.template import Templar
+
+    init_plugin_loader()
+    constants.DEFAULT_LOCAL_TMP = str(scratch / "tmp")  # type: ignore[attr-defined]
+    module = scratch / "probe_module.py"
+    module.write_text(PROBE_MODULE)
+    with contextlib.suppress(Exception):  # past the payload: the interpreter, irrelevant here
+        modify_module(
+            module_name=module.stem,
+            module_path=str(module),
+            module_args={},
+            templar=Templar(loader=DataLoader()),
+            task_vars={"ansible_python_interpreter": sys.executable},
+            remote_is_local=True,
+        )
+    cache = scratch / "tmp" / CACHE_NAME
+    built = [p for p in cache.glob("*") if not p.name.endswith((".lock", "-part"))]
+    return "" if built else f"no payload in {cache} after a build"
 
 
 def share_payload_cache(shared_root: Path, playbook: Path, identity: bytes | None = None) -> bool:

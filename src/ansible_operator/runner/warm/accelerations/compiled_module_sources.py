@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import os
 import sys
+import tempfile
 import types
+import zipfile
 import zipimport
 from collections.abc import Iterable
 from pathlib import Path
@@ -79,18 +82,42 @@ class CompiledSources:
 
 
 def probe() -> None:
-    """zipimport still compiles a zipped source through _compile_source(pathname, source)."""
+    """zipimport still compiles a zipped source through
+    _compile_source(pathname, source): a module imported from a zip here runs
+    the very code that function returned (what `install` serves from its cache)."""
     import inspect
 
     compile_source = getattr(zipimport, "_compile_source", None)
     require(callable(compile_source), "zipimport._compile_source is missing")
     require(
-        list(inspect.signature(compile_source).parameters) == ["pathname", "source"],
+        list(inspect.signature(compile_source).parameters) == ["pathname", "source"],  # type: ignore[arg-type]
         "zipimport._compile_source takes other arguments than (pathname, source)",
     )
+    returned: list[types.CodeType] = []
+
+    def noted(pathname: str, source: bytes | str) -> types.CodeType:
+        returned.append(compile_source(pathname, source))  # type: ignore[misc]
+        return returned[-1]
+
+    name = f"_ansible_operator_probe_{os.getpid()}"
+    with tempfile.TemporaryDirectory() as scratch:
+        archive = Path(scratch, "payload.zip")
+        with zipfile.ZipFile(archive, "w") as payload:
+            payload.writestr(f"{name}.py", "import sys\nRAN = sys._getframe(0).f_code\n")
+        zipimport._compile_source = noted  # type: ignore[attr-defined]
+        try:
+            spec = zipimport.zipimporter(str(archive)).find_spec(name)
+            require(spec is not None and spec.loader is not None, "zipimport finds no module")
+            module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+            spec.loader.exec_module(module)  # type: ignore[union-attr]
+        finally:
+            zipimport._compile_source = compile_source  # type: ignore[attr-defined]
+            with contextlib.suppress(AttributeError):
+                zipimport._zip_directory_cache.pop(str(archive), None)  # type: ignore[attr-defined]
+    ran = getattr(module, "RAN", None)
     require(
-        inspect.getsource(zipimport).count("_compile_source(") >= 2,  # defined, and called
-        "zipimport no longer compiles through _compile_source",
+        any(ran is code for code in returned),
+        "zipimport no longer runs the code _compile_source compiles from a zipped source",
     )
 
 

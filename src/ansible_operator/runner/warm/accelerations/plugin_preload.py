@@ -13,12 +13,10 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+from ansible_operator.runner.environment import OWN_CALLBACKS
 from ansible_operator.runner.warm.acceleration import Acceleration, Install, Phase, require, used
 
 NAME = "plugin-preload"
-# Our own callback plugins, on every run's callback path (warm.ansible_environment).
-# runner/callback_plugins: the plugins every run loads, warm or not.
-OWN_CALLBACKS = Path(__file__).resolve().parents[1] / "callback_plugins"
 PLUGINS = (
     ("strategy_loader", "linear"),
     ("action_loader", "normal"),

@@ -35,13 +35,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import inspect
 import io
 import os
 import queue
 import sys
 import threading
 import traceback
+import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,8 @@ from ansible_operator.runner.warm.acceleration import (
     Acceleration,
     Install,
     Phase,
+    Unavailable,
+    in_a_fork,
     parameters_of,
     require,
     used,
@@ -62,60 +64,23 @@ NAME = "task-inline"
 _single_host_batch = threading.local()
 
 
-def _task_context_kind() -> str:
-    """How this ansible-core's worker enters the task's ambient context:
-    "create" (2.21), "task" (2.19, 2.20) or "none" (2.18)."""
-    from ansible.executor.process.worker import WorkerProcess
-
-    source = inspect.getsource(WorkerProcess.run)
-    if "TaskContext.create(" in source:
-        return "create"
-    if "TaskContext(self._task)" in source:
-        return "task"
-    require("TaskContext" not in source, "WorkerProcess.run enters a TaskContext of a new form")
-    return "none"
+# How this ansible-core's worker enters the task's ambient context around
+# `_run`, as the probe saw `WorkerProcess.run` do it: "create" (2.21:
+# TaskContext.create), "task" (2.19, 2.20: TaskContext(task)) or "none"
+# (2.18). Found in the warm runner; its runs' forks inherit it.
+_context_kind: str | None = None
+CONTEXT_KINDS = ("create", "task", "none")
 
 
 def probe() -> None:
-    from ansible.executor.process import worker
     from ansible.inventory.host import Host
     from ansible.playbook.task import Task
     from ansible.plugins.strategy import StrategyBase
     from ansible.utils.display import Display
 
-    queue_task = inspect.getsource(StrategyBase._queue_task)
-    require(
-        "WorkerProcess(" in queue_task and "worker_prc.start()" in queue_task,
-        "StrategyBase._queue_task no longer starts a WorkerProcess",
-    )
-    require(
-        "self._pending_results += 1" in queue_task,
-        "StrategyBase._queue_task no longer counts the pending result",
-    )
     require(
         callable(getattr(StrategyBase, "_set_hosts_cache", None)),
         "StrategyBase has no _set_hosts_cache (the batch's hosts)",
-    )
-    process = worker.WorkerProcess
-    require(callable(getattr(process, "_run", None)), "WorkerProcess has no _run")
-    run_source = inspect.getsource(process._run)
-    for name in ("self._task", "self._host", "self._final_q"):
-        require(name in run_source, f"WorkerProcess._run no longer uses {name}")
-    require(
-        "self._task_vars = task_vars" in inspect.getsource(process.__init__),
-        "WorkerProcess keeps no _task_vars",
-    )
-    require(
-        "self._host.vars = dict()" in run_source,
-        "WorkerProcess._run no longer blanks its host's vars",
-    )
-    require(
-        "current_worker" in run_source and hasattr(worker, "current_worker"),
-        "WorkerProcess._run no longer sets worker.current_worker (prompts answer it)",
-    )
-    require(
-        "send_task_result" in run_source,
-        "WorkerProcess._run no longer sends its result through send_task_result",
     )
     require("exclude_parent" in parameters_of(Task.copy), "Task.copy takes no exclude_parent")
     require("vars" in Host("probe").__dict__, "Host keeps no vars in its __dict__")
@@ -123,15 +88,180 @@ def probe() -> None:
         "_final_q" in Display().__dict__ and callable(getattr(Display, "set_queue", None)),
         "Display has no _final_q (the worker's queue) or set_queue",
     )
-    _task_context_kind()
     _failure_sender()
-    if "self._rpc_queue" in inspect.getsource(StrategyBase.__init__):
+    try:
         from ansible._internal import _rpc_host
-
+    except ImportError:
+        _rpc_host = None  # before 2.21 workers ask nothing of the strategy
+    if _rpc_host is not None:
         require(
-            callable(getattr(_rpc_host.AsyncRPCOperation, "dispatch", None)),
+            callable(getattr(getattr(_rpc_host, "AsyncRPCOperation", None), "dispatch", None)),
             "the strategy's RPC requests (ansible._internal._rpc_host) have no dispatch",
         )
+    found = in_a_fork(_rehearse)
+    require(found in CONTEXT_KINDS, found)
+    global _context_kind
+    _context_kind = found
+
+
+def _rehearse() -> str:
+    """In a fork: workers made by the stock `StrategyBase._queue_task` (its
+    start noted, not forked), the context `WorkerProcess.run` enters around
+    `_run`, then `_run` inline as `run_inline` runs it, with a TaskExecutor
+    that returns at once, and one whose plugin ends its process. Returns
+    the context's kind, or what is not as expected."""
+    from ansible.executor.process import worker as worker_module
+    from ansible.inventory.host import Host
+    from ansible.playbook.task import Task
+
+    try:
+        kind = _context_entered_by_run(_queued_worker(_Queue(), Host("probe"), Task(), {}))
+        queue, host, task_vars = _Queue(), Host("probe"), {"probe": True}
+        host.vars = {"kept": True}
+        worker = _queued_worker(queue, host, Task(), task_vars)
+        require(
+            worker._host is host
+            and worker._task_vars is task_vars
+            and worker._final_q is queue
+            and isinstance(worker._task, Task),
+            "WorkerProcess keeps no _host, _task, _task_vars or _final_q",
+        )
+        ran: list[object] = []
+        _inline_with(worker, kind, lambda: ran.append(worker_module.current_worker))
+        require(
+            ran == [worker],
+            "WorkerProcess._run no longer runs its TaskExecutor as worker.current_worker",
+        )
+        require(
+            len(queue.results) == 1,
+            "WorkerProcess._run no longer sends its result through send_task_result",
+        )
+        require(
+            host.vars == {"kept": True} and worker._host is not host and worker._host.vars == {},
+            "WorkerProcess._run no longer blanks its host's vars (its own copy's, inline)",
+        )
+        crashing = _queued_worker(queue, Host("probe"), Task(), {})
+
+        def ends_its_process() -> None:
+            raise SystemExit(3)
+
+        _inline_with(crashing, kind, ends_its_process)
+        require(len(queue.results) == 2, "a task whose plugin ends its process sends no result")
+    except Unavailable as missing:
+        return str(missing)
+    return kind
+
+
+class _Queue:
+    """The strategy's FinalQueue: results noted, everything else dropped."""
+
+    def __init__(self) -> None:
+        self.results: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+
+    def send_task_result(self, *args: Any, **kwargs: Any) -> None:
+        self.results.append((args, kwargs))
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        return lambda *_args, **_kwargs: None
+
+
+class _Result(dict):  # type: ignore[type-arg]
+    """A TaskExecutor's result in every release's form (a dict up to 2.20,
+    what `_run` asks of 2.21's UnifiedTaskResult)."""
+
+    ignore_errors = False
+    ignore_unreachable = False
+
+    def finalize_registered_values(self) -> None:
+        pass
+
+
+def _queued_worker(queue: _Queue, host: Any, task: Any, task_vars: dict[str, Any]) -> Any:
+    """The worker the stock `_queue_task` makes and starts, for a strategy of
+    one worker slot."""
+    from ansible.executor.process.worker import WorkerProcess
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.playbook.play_context import PlayContext
+    from ansible.plugins.strategy import StrategyBase
+
+    strategy = types.SimpleNamespace(
+        _loader=DataLoader(),
+        _variable_manager=None,
+        _final_q=queue,
+        _tqm=types.SimpleNamespace(send_callback=lambda *_args, **_kwargs: None),
+        _workers=[None],
+        _cur_worker=0,
+        _queued_task_cache={},
+        _pending_results=0,
+        ALLOW_BASE_THROTTLING=False,
+        _process_rpc_queue=lambda: None,
+        _hosts_cache=[host.name],
+    )
+    started: list[Any] = []
+    stock_start = WorkerProcess.start
+    WorkerProcess.start = lambda worker: started.append(worker)  # type: ignore[method-assign]
+    try:
+        StrategyBase._queue_task(strategy, host, task, task_vars, PlayContext())  # type: ignore[arg-type]
+    finally:
+        WorkerProcess.start = stock_start  # type: ignore[method-assign]
+    require(
+        len(started) == 1 and isinstance(started[0], WorkerProcess),
+        "StrategyBase._queue_task no longer starts a WorkerProcess",
+    )
+    require(
+        strategy._pending_results == 1,
+        "StrategyBase._queue_task no longer counts the pending result",
+    )
+    return started[0]
+
+
+def _context_entered_by_run(worker: Any) -> str:
+    """What `WorkerProcess.run` (in this fork: it detaches its stdio) enters
+    around `_run`."""
+    from ansible.utils.display import Display
+
+    Display().set_queue = lambda _queue: None  # type: ignore[method-assign]
+    seen: list[str] = []
+    worker._run = lambda: seen.append(_current_context_kind(worker))
+    worker.run()
+    require(len(seen) == 1, "WorkerProcess.run no longer runs its _run")
+    require(seen[0] in CONTEXT_KINDS, "WorkerProcess.run enters a TaskContext of a new form")
+    return seen[0]
+
+
+def _current_context_kind(worker: Any) -> str:
+    try:
+        from ansible._internal import _task
+    except ImportError:
+        return "none"
+    current = _task.TaskContext.current(optional=True)
+    if current is None:
+        return "none"
+    if getattr(current, "task", None) is not worker._task:
+        return "other"
+    return "create" if getattr(current, "host_name", None) == worker._host.name else "task"
+
+
+def _inline_with(worker: Any, kind: str, executor_run: Callable[[], None]) -> None:
+    """`run_inline`, the worker's TaskExecutor doing `executor_run`."""
+    from ansible.executor.process import worker as worker_module
+
+    class Executor:
+        def __init__(self, *_args: Any, **_kwargs: Any) -> None:
+            pass
+
+        def run(self) -> _Result:
+            executor_run()
+            return _Result()
+
+    stock = worker_module.TaskExecutor
+    worker_module.TaskExecutor = Executor  # type: ignore[misc, assignment]
+    try:
+        contextvars.copy_context().run(
+            run_inline, worker, types.SimpleNamespace(), kind, _failure_sender()
+        )
+    finally:
+        worker_module.TaskExecutor = stock  # type: ignore[misc]
 
 
 def install() -> None:
@@ -142,7 +272,8 @@ def install() -> None:
 
     stock_queue_task = StrategyBase._queue_task
     stock_start = WorkerProcess.start
-    context_kind = _task_context_kind()
+    context_kind = _context_kind
+    require(context_kind is not None, "not probed in this process")
     send_failure = _failure_sender()
 
     def _queue_task(self: Any, host: Any, task: Any, task_vars: Any, play_context: Any) -> Any:

@@ -33,8 +33,10 @@ from ansible_operator.runner.warm.acceleration import (
     require,
     used,
 )
-from ansible_operator.runner.warm.module_server import NAME as MODULE_INTERPRETER
-from ansible_operator.runner.warm.module_server import SESSION_ENV, send_request
+from ansible_operator.runner.warm.accelerations.warm_module_interpreter import (
+    NAME as MODULE_INTERPRETER,
+)
+from ansible_operator.runner.warm.module_requests import SESSION_ENV, send_request
 
 NAME = "module-handoff"
 _NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

@@ -1,0 +1,170 @@
+"""Each acceleration's probe calls what its acceleration relies on and checks
+the effect: it passes on the installed releases, and when that behaviour
+changes (here a patch stands in for a release that changed it) it fails,
+saying what changed, and leaves only its acceleration off.
+Real ansible-runner, pexpect and ansible-core, in this process; no cluster."""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Iterator
+from importlib import metadata
+from typing import Any
+
+import pytest
+
+from ansible_operator.runner.warm import acceleration
+from ansible_operator.runner.warm.acceleration import Acceleration, Verdict
+from ansible_operator.runner.warm.accelerations import (
+    ACCELERATIONS,
+    compiled_module_sources,
+    event_files_whole,
+    playbook_in_fork,
+    pty_close_without_delay,
+    shared_payload_cache,
+    task_inline,
+)
+
+# Probed through a warm module interpreter's shim (tests/processes/test_accelerations.py).
+NEEDS_THE_WARM_RUNNER = {"warm-module-interpreter"}
+RELEASE = tuple(int(part) for part in metadata.version("ansible-core").split(".")[:2])
+
+
+@pytest.fixture(autouse=True)
+def fresh_verdicts(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This process's verdicts, as in a warm process that probed only the test's."""
+    monkeypatch.setattr(acceleration, "_verdicts", {})
+    monkeypatch.setattr(acceleration, "_probed", {})
+    monkeypatch.setattr(task_inline, "_context_kind", None)
+    yield
+
+
+def verdict(record: Acceleration) -> Verdict:
+    return acceleration.probe([record])[record.name]
+
+
+@pytest.mark.parametrize(
+    "record",
+    [a for a in ACCELERATIONS if a.name not in NEEDS_THE_WARM_RUNNER],
+    ids=lambda a: a.name,
+)
+def test_each_probe_passes_on_the_releases_it_was_made_for(record: Acceleration) -> None:
+    found = verdict(record)
+    assert found.on == (record.ansible_core_from <= RELEASE), found.why
+
+
+def test_task_inline_enters_the_context_the_worker_enters() -> None:
+    assert verdict(task_inline.ACCELERATION).on
+    expected = "none" if RELEASE < (2, 19) else "task" if RELEASE < (2, 21) else "create"
+    assert task_inline._context_kind == expected
+
+
+def test_ansible_runner_starting_its_command_otherwise_turns_off_playbook_in_fork(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ansible_runner.runner as runner_module
+    import pexpect
+
+    # A release that keeps its own pexpect.spawn: replacing the module's is not seen.
+    monkeypatch.setattr(runner_module, "pexpect", types.SimpleNamespace(**vars(pexpect)))
+    found = verdict(playbook_in_fork.ACCELERATION)
+    assert not found.on
+    assert "no longer starts its command through pexpect.spawn" in found.why
+
+
+def test_event_files_written_otherwise_turn_off_event_files_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import json
+    from pathlib import Path
+
+    import ansible_runner.runner as runner_module
+
+    def writes_itself(self: Any, event: dict[str, Any]) -> None:
+        path = Path(
+            self.config.artifact_dir, "job_events", f"{event['counter']}-{event['uuid']}.json"
+        )
+        path.write_text(json.dumps(event))
+
+    monkeypatch.setattr(runner_module.Runner, "event_callback", writes_itself)
+    found = verdict(event_files_whole.ACCELERATION)
+    assert not found.on
+    assert "no longer writes an event's file with its json module's dump" in found.why
+
+
+def test_a_terminal_closing_without_its_delay_turns_off_pty_close_without_delay(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ptyprocess import PtyProcess
+
+    stock = PtyProcess.close
+
+    def close_at_once(self: Any, force: bool = True) -> None:
+        self.delayafterclose = 0.0
+        stock(self, force)
+
+    monkeypatch.setattr(PtyProcess, "close", close_at_once)
+    found = verdict(pty_close_without_delay.ACCELERATION)
+    assert not found.on
+    assert "no longer sleeps delayafterclose" in found.why
+
+
+def test_zipimport_compiling_otherwise_turns_off_compiled_module_sources(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import zipimport
+
+    def compiled_itself(self: Any, fullname: str) -> types.CodeType:
+        return compile(self.get_source(fullname), fullname, "exec")
+
+    monkeypatch.setattr(zipimport.zipimporter, "get_code", compiled_itself)
+    found = verdict(compiled_module_sources.ACCELERATION)
+    assert not found.on
+    assert "no longer runs the code _compile_source compiles" in found.why
+
+
+def test_payloads_cached_elsewhere_turn_off_shared_payload_cache(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ansible.executor import module_common
+
+    monkeypatch.setattr(module_common, "modify_module", lambda *_args, **_kwargs: (b"", "", None))
+    found = verdict(shared_payload_cache.ACCELERATION)
+    assert not found.on
+    assert "no longer caches module payloads in ansiballz_cache" in found.why
+
+
+def test_a_worker_keeping_its_hosts_variables_turns_off_task_inline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ansible.executor.process.worker import WorkerProcess
+
+    stock = WorkerProcess._run
+
+    def keeps_them(self: Any) -> None:
+        kept = self._host.vars
+        stock(self)
+        self._host.vars = kept
+
+    monkeypatch.setattr(WorkerProcess, "_run", keeps_them)
+    found = verdict(task_inline.ACCELERATION)
+    assert not found.on
+    assert "no longer blanks its host's vars" in found.why
+    assert task_inline._context_kind is None
+
+
+def test_a_strategy_not_counting_its_pending_result_turns_off_task_inline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ansible.plugins.strategy import StrategyBase
+
+    stock = StrategyBase._queue_task
+
+    def uncounted(self: Any, *args: Any) -> None:
+        stock(self, *args)
+        self._pending_results -= 1
+
+    monkeypatch.setattr(StrategyBase, "_queue_task", uncounted)
+    found = verdict(task_inline.ACCELERATION)
+    assert not found.on
+    assert "no longer counts the pending result" in found.why
