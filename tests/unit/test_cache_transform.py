@@ -69,7 +69,7 @@ async def fed(api: FakeApi, *objects: dict[str, Any]) -> tuple[Informer, list[An
     for obj in objects:
         api.put(WIDGETS, obj)
     heard: list[Any] = []
-    informer = Informer(api, WIDGETS, on_event=lambda kind, old, new: heard.append(new))  # type: ignore[arg-type]
+    informer = Informer(api, WIDGETS, on_event=lambda kind, old, new: heard.append(new))
     await informer.start()
     await informer.wait_synced()
     return informer, heard
@@ -106,7 +106,7 @@ async def test_a_change_tells_listeners_the_previous_object_as_it_was() -> None:
     api = FakeApi()
     told: list[tuple[str, Any, Any]] = []
     api.put(WIDGETS, as_served("w"))
-    informer = Informer(api, WIDGETS, on_event=lambda *event: told.append(event))  # type: ignore[arg-type]
+    informer = Informer(api, WIDGETS, on_event=lambda *event: told.append(event))
     await informer.start()
     await informer.wait_synced()
     changed = as_served("w", rv=2, team="red")
@@ -147,7 +147,7 @@ async def test_cache_metrics_count_objects_and_bytes_as_they_come_and_go() -> No
     api = FakeApi()
     for number in range(100):
         api.put(WIDGETS, as_served(f"w{number}"))
-    cache = InformerCache(api, ["team"])  # type: ignore[arg-type]
+    cache = InformerCache(api, ["team"])
     metrics = Metrics()
     metrics.track_cache(cache.held)
     informer = cache.informer(WIDGETS)

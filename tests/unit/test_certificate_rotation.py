@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from cryptography import x509
 
-from ansible_operator.kube.client import ApiError
 from ansible_operator.project.webhook_entries import Webhook, WebhookRule
 from ansible_operator.testing.fake_api import FakeApi
 from ansible_operator.webhooks import configurations, tls
@@ -44,47 +43,26 @@ def certs_in(bundle: bytes) -> list[x509.Certificate]:
     return x509.load_pem_x509_certificates(bundle)
 
 
-class Secrets:
-    """The API server's Secrets, as far as the CA needs them: written only as read."""
+def holding_ca(ca: tls.CaSet) -> FakeApi:
+    """An API server holding the CA Secret ops/ca."""
+    secrets = FakeApi()
+    secrets.put(tls.SECRETS, tls.ca_secret("ops", "ca", (ca.cert_pem, ca.key_pem)))
+    return secrets
 
-    def __init__(self) -> None:
-        self.stored: dict[str, Any] | None = None
-        self.version = 0
 
-    def put(self, body: dict[str, Any]) -> None:
-        self.version += 1
-        self.stored = {
-            **body,
-            "metadata": {**body["metadata"], "resourceVersion": str(self.version)},
-        }
-
-    async def get(self, _resource: Any, name: str, namespace: str) -> dict[str, Any]:
-        if self.stored is None:
-            raise ApiError(404, "NotFound", f"secrets {name} not found")
-        return self.stored
-
-    async def create(self, _resource: Any, body: dict[str, Any], namespace: str) -> None:
-        if self.stored is not None:
-            raise ApiError(409, "AlreadyExists", "secrets already exists")
-        self.put(body)
-
-    async def replace(self, _resource: Any, name: str, body: dict[str, Any], namespace: str):
-        assert self.stored is not None
-        if body["metadata"].get("resourceVersion") != self.stored["metadata"]["resourceVersion"]:
-            raise ApiError(409, "Conflict", "the object has been modified")
-        self.put(body)
-
-    def ca(self) -> tls.CaSet:
-        assert self.stored is not None
-        data = {key: base64.b64decode(value) for key, value in self.stored["data"].items()}
-        previous = ()
-        if "previous-ca.crt" in data:
-            previous = tuple(x509.load_pem_x509_certificates(data["previous-ca.crt"]))
-        return tls.CaSet(
-            data["ca.crt"],
-            data["ca.key"],
-            tuple(cert.public_bytes(tls.serialization.Encoding.PEM) for cert in previous),
-        )
+def stored_ca(secrets: FakeApi) -> tls.CaSet:
+    """The CA the Secret ops/ca holds now."""
+    stored = secrets.held(tls.SECRETS, "ca", "ops")
+    assert stored is not None
+    data = {key: base64.b64decode(value) for key, value in stored["data"].items()}
+    previous = ()
+    if "previous-ca.crt" in data:
+        previous = tuple(x509.load_pem_x509_certificates(data["previous-ca.crt"]))
+    return tls.CaSet(
+        data["ca.crt"],
+        data["ca.key"],
+        tuple(cert.public_bytes(tls.serialization.Encoding.PEM) for cert in previous),
+    )
 
 
 def test_serving_certificate_is_renewed_at_two_thirds_of_its_life() -> None:
@@ -118,10 +96,9 @@ def test_the_bundle_holds_the_replaced_ca_until_it_ends() -> None:
 
 
 def test_a_ca_near_its_end_is_renewed_in_the_secret_and_the_old_one_kept_for_the_bundle() -> None:
-    secrets = Secrets()
     old = ca_ending_in(40 * MINUTE)
-    secrets.put(tls.ca_secret("ops", "ca", (old.cert_pem, old.key_pem)))
-    store = tls.SecretCaStore(secrets, "ops", "ca")  # type: ignore[arg-type]
+    secrets = holding_ca(old)
+    store = tls.SecretCaStore(secrets, "ops", "ca")
     # At start, 40 minutes left is enough (renewed right after, with an overlap) ...
     kept, renewed_here = asyncio.run(
         tls.current_ca(store, LIFETIMES, now(), keep_for=LIFETIMES.ca_renew_before / 2)
@@ -133,7 +110,7 @@ def test_a_ca_near_its_end_is_renewed_in_the_secret_and_the_old_one_kept_for_the
         tls.current_ca(store, LIFETIMES, later, keep_for=LIFETIMES.ca_renew_before)
     )
     assert renewed_here and ca.cert_pem != old.cert_pem
-    assert secrets.ca() == tls.CaSet(ca.cert_pem, ca.key_pem, (old.cert_pem,))
+    assert stored_ca(secrets) == tls.CaSet(ca.cert_pem, ca.key_pem, (old.cert_pem,))
     # Another replica looking now uses it, and renews nothing.
     again, renewed_there = asyncio.run(
         tls.current_ca(store, LIFETIMES, later, keep_for=LIFETIMES.ca_renew_before)
@@ -142,10 +119,9 @@ def test_a_ca_near_its_end_is_renewed_in_the_secret_and_the_old_one_kept_for_the
 
 
 def test_replicas_renewing_at_once_end_with_the_first_ones_ca() -> None:
-    secrets = Secrets()
     old = ca_ending_in(20 * MINUTE)
-    secrets.put(tls.ca_secret("ops", "ca", (old.cert_pem, old.key_pem)))
-    ours = tls.SecretCaStore(secrets, "ops", "ca")  # type: ignore[arg-type]
+    secrets = holding_ca(old)
+    ours = tls.SecretCaStore(secrets, "ops", "ca")
     seen = asyncio.run(ours.read())
     theirs = tls.renewed(seen, LIFETIMES, now())
     # The other replica writes between our read and our write.
@@ -188,14 +164,13 @@ def test_a_live_server_moves_to_the_renewed_ca_after_the_bundle_holding_both(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, "ansible_operator.webhooks")
-    secrets = Secrets()
     old = ca_ending_in(40 * MINUTE)
-    secrets.put(tls.ca_secret("ops", "ca", (old.cert_pem, old.key_pem)))
+    secrets = holding_ca(old)
     names = ["127.0.0.1"]
 
     async def scenario() -> None:
         serving = await tls.operator_made(
-            secrets,  # type: ignore[arg-type]
+            secrets,
             ("ops", "ca"),
             names,
             tmp_path / "tls",
@@ -222,7 +197,7 @@ def test_a_live_server_moves_to_the_renewed_ca_after_the_bundle_holding_both(
             # its certificate until the API server has had the bundle for `settle`.
             renewal = start + 11 * MINUTE
             await rotation.step(renewal)
-            new = secrets.ca()
+            new = stored_ca(secrets)
             assert new.cert_pem != old.cert_pem
             assert configs.writes == [new.cert_pem + old.cert_pem]
             assert await trusted_by(port, old.cert_pem)
@@ -256,18 +231,18 @@ def test_a_ca_renewed_by_another_replica_is_followed(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, "ansible_operator.webhooks")
-    secrets = Secrets()
+    secrets = FakeApi()  # no CA yet: the operator makes one
     names = ["127.0.0.1"]
 
     async def scenario() -> None:
         serving = await tls.operator_made(
-            secrets,  # type: ignore[arg-type]
+            secrets,
             ("ops", "ca"),
             names,
             tmp_path / "tls",
             LIFETIMES,
         )
-        first = secrets.ca()
+        first = stored_ca(secrets)
         configs = Configurations()
         configs.bundle = serving.ca_bundle
         start = now()
@@ -350,9 +325,7 @@ def test_the_configurations_are_applied_only_where_they_lack_the_bundle() -> Non
     first, second = ca_ending_in(LIFETIMES.ca), ca_ending_in(LIFETIMES.ca)
 
     def apply(bundle: bytes) -> bool:
-        return asyncio.run(
-            configurations.apply_ca_bundle(api, "ops", [hook], endpoint, bundle)  # type: ignore[arg-type]
-        )
+        return asyncio.run(configurations.apply_ca_bundle(api, "ops", [hook], endpoint, bundle))
 
     assert apply(first.cert_pem)
     assert not apply(first.cert_pem)

@@ -98,7 +98,7 @@ async def wrote(
 
 async def test_one_informer_per_kind_whoever_asks_and_another_per_label_selector() -> None:
     api = api_holding()
-    cache = InformerCache(api, ["team"])  # type: ignore[arg-type]
+    cache = InformerCache(api, ["team"])
 
     first = cache.informer(CONFIGMAPS)
     assert cache.informer(CONFIGMAPS) is first
@@ -113,7 +113,7 @@ async def test_one_informer_per_kind_whoever_asks_and_another_per_label_selector
 
 async def test_a_listener_added_late_first_hears_every_object_already_held() -> None:
     api = api_holding(configmaps=[obj("a"), obj("b")])
-    cache = InformerCache(api)  # type: ignore[arg-type]
+    cache = InformerCache(api)
     informer = cache.informer(CONFIGMAPS)
     await informer.wait_synced()
     heard: list[tuple[str, str]] = []
@@ -128,7 +128,7 @@ async def test_a_listener_added_late_first_hears_every_object_already_held() -> 
 
 async def test_reads_come_only_from_a_synced_informer_of_the_whole_kind_and_namespace() -> None:
     api = api_holding(configmaps=[obj("a")], secrets=[obj("s")])
-    cache = InformerCache(api, ["team"])  # type: ignore[arg-type]
+    cache = InformerCache(api, ["team"])
 
     assert cache.view(CONFIGMAPS, "team") is None  # nothing watches it: never starts a watch
     assert api.lists == []
@@ -151,7 +151,7 @@ async def test_a_written_kind_is_watched_once_and_its_changes_reach_only_their_o
             obj("db", ownerReferences=owned_by("Redis", "cache")),
         ]
     )
-    cache = InformerCache(api, ["team"])  # type: ignore[arg-type]
+    cache = InformerCache(api, ["team"])
     dependents = DependentWatches(cache)
     queued: dict[str, list[ObjectKey]] = {"Memcached": [], "Redis": []}
     dependents.add_owner(watch("Memcached"), queued["Memcached"].append, namespaced=True)
@@ -176,7 +176,7 @@ async def test_a_written_kind_is_watched_once_and_its_changes_reach_only_their_o
 async def followed() -> AsyncIterator[tuple[FakeApi, DependentWatches, list[ObjectKey]]]:
     """A Deployment "web" of the Memcached "mc", whose kind its runs already wrote."""
     api = api_holding(deployments=[obj("web", ownerReferences=owned_by("Memcached", "mc"))])
-    cache = InformerCache(api, ["team"])  # type: ignore[arg-type]
+    cache = InformerCache(api, ["team"])
     dependents = DependentWatches(cache)
     queued: list[ObjectKey] = []
     dependents.add_owner(watch("Memcached"), queued.append, namespaced=True)
@@ -252,7 +252,7 @@ async def test_a_change_held_for_a_write_that_fails_reruns_the_owner(
 
 async def test_a_written_kind_already_watched_as_a_primary_is_not_listed_again() -> None:
     api = api_holding(configmaps=[obj("settings", ownerReferences=owned_by("Memcached", "mc"))])
-    cache = InformerCache(api, ["team"])  # type: ignore[arg-type]
+    cache = InformerCache(api, ["team"])
     cache.informer(CONFIGMAPS)  # a watch of ConfigMaps
     await cache.wait_synced()
     dependents = DependentWatches(cache)
@@ -272,7 +272,7 @@ async def test_a_written_kind_already_watched_as_a_primary_is_not_listed_again()
 
 async def test_writes_that_get_no_dependent_watch() -> None:
     api = api_holding()
-    cache = InformerCache(api, ["team"])  # type: ignore[arg-type]
+    cache = InformerCache(api, ["team"])
     dependents = DependentWatches(cache)
     dependents.add_owner(
         watch("Memcached", blacklist=(GVK("", "v1", "Secret"),)), lambda key: None, namespaced=True
@@ -291,7 +291,7 @@ async def test_writes_that_get_no_dependent_watch() -> None:
 
 
 async def test_a_blacklisted_kind_is_never_read_from_the_cache_by_that_watchs_runs() -> None:
-    cache = InformerCache(FakeApi(), ["team"])  # type: ignore[arg-type]
+    cache = InformerCache(FakeApi(), ["team"])
     dependents = DependentWatches(cache)
     dependents.add_owner(
         watch("Memcached", blacklist=(GVK("", "v1", "Secret"),)), lambda key: None, namespaced=True

@@ -1,10 +1,9 @@
-"""The informer's recovery paths, against a scripted API (the happy path runs
-against the real API server in tests/integration/test_kube_client.py)."""
+"""The informer's recovery paths, against the fake API (the happy path runs against the
+real API server in tests/integration/test_kube_client.py)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -13,6 +12,7 @@ from ansible_operator.kube import informer as informer_module
 from ansible_operator.kube.client import ApiError
 from ansible_operator.kube.informer import Informer
 from ansible_operator.kube.types import Resource
+from ansible_operator.testing.fake_api import FakeApi
 
 # On the event loop's fake clock (looptime): sleeps, delays and timeouts take no real time.
 pytestmark = pytest.mark.looptime
@@ -27,60 +27,39 @@ def cm(name: str, version: int, **data: str) -> dict[str, Any]:
     }
 
 
-class ScriptedApi:
-    """Lists return the next prepared listing; watches replay a script of
-    events, then raise what the script says (or end)."""
-
-    def __init__(self, listings: list[list[dict[str, Any]]], watches: list[Any]) -> None:
-        self.listings = listings
-        self.watches = watches
-        self.watch_versions: list[str | None] = []
-
-    async def current_generation(self) -> int:
-        return 0
-
-    async def pause(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
-
-    async def list(self, resource: Resource, namespace: str | None, **_: Any) -> dict[str, Any]:
-        items = self.listings.pop(0)
-        top = max((int(i["metadata"]["resourceVersion"]) for i in items), default=1)
-        return {"metadata": {"resourceVersion": str(top)}, "items": items}
-
-    async def watch(
-        self, resource: Resource, namespace: str | None, **kwargs: Any
-    ) -> AsyncIterator[dict[str, Any]]:
-        self.watch_versions.append(kwargs.get("resource_version"))
-        if not self.watches:
-            await asyncio.Event().wait()  # a watch that stays open with nothing to say
-        script = self.watches.pop(0)
-        for step in script:
-            if isinstance(step, Exception):
-                raise step
-            yield step
+def holding(*objects: dict[str, Any]) -> FakeApi:
+    api = FakeApi()
+    for obj in objects:
+        api.put(CONFIGMAPS, obj)
+    return api
 
 
-async def settle(informer: Informer, api: ScriptedApi) -> None:
-    for _ in range(200):
-        if not api.watches and not api.listings:
-            break
+async def watching(informer: Informer, api: FakeApi, watches: int) -> None:
+    """Until the informer has begun its `watches`-th watch (a relist or a resume
+    included): what it does after a watch ended is done."""
+    for _ in range(1000):
+        if len(api.watch_versions) >= watches:
+            return
         await asyncio.sleep(0.01)
-    await asyncio.sleep(0.05)
+    raise AssertionError(f"{len(api.watch_versions)} watches began, {watches} expected")
 
 
 async def test_gone_relists_and_reports_what_was_missed() -> None:
     events: list[tuple[str, str]] = []
-    api = ScriptedApi(
-        listings=[[cm("a", 1), cm("b", 2)], [cm("a", 5, changed="yes"), cm("c", 6)]],
-        watches=[[ApiError(410, "Expired", "too old resource version")]],
-    )
+    api = holding(cm("a", 1), cm("b", 2))
     informer = Informer(
-        api,  # type: ignore[arg-type]
+        api,
         CONFIGMAPS,
         on_event=lambda kind, old, new: events.append((kind, (new or old)["metadata"]["name"])),
     )
     await informer.start()
-    await settle(informer, api)
+    await watching(informer, api, 1)
+    # While the watch is gone its history goes too: b deleted, a changed, c made.
+    del api.objects[(CONFIGMAPS.plural, "ns", "b")]
+    api.put(CONFIGMAPS, cm("a", 5, changed="yes"))
+    api.put(CONFIGMAPS, cm("c", 6))
+    api.end_watch(CONFIGMAPS, ApiError(410, "Expired", "too old resource version"))
+    await watching(informer, api, 2)
     await informer.stop()
     assert events == [
         ("ADDED", "a"),
@@ -94,16 +73,15 @@ async def test_gone_relists_and_reports_what_was_missed() -> None:
 
 async def test_bookmarks_move_the_resume_point(monkeypatch: Any) -> None:
     monkeypatch.setattr(informer_module, "BACKOFF_START", 0.01)
-    api = ScriptedApi(
-        listings=[[cm("a", 1)]],
-        watches=[
-            [{"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "42"}}}],
-            [ApiError(500, "InternalError", "etcd hiccup")],
-        ],
-    )
-    informer = Informer(api, CONFIGMAPS)  # type: ignore[arg-type]
+    api = holding(cm("a", 1))
+    informer = Informer(api, CONFIGMAPS)
     await informer.start()
-    await settle(informer, api)
+    await watching(informer, api, 1)
+    api.send(CONFIGMAPS, "BOOKMARK", {"metadata": {"resourceVersion": "42"}})
+    api.end_watch(CONFIGMAPS)  # as the server ends a watch after its timeout
+    await watching(informer, api, 2)
+    api.end_watch(CONFIGMAPS, ApiError(500, "InternalError", "etcd hiccup"))
+    await watching(informer, api, 3)
     await informer.stop()
     # Resumed from the bookmark, and after the error without relisting.
     assert api.watch_versions[:3] == ["1", "42", "42"]
@@ -111,8 +89,8 @@ async def test_bookmarks_move_the_resume_point(monkeypatch: Any) -> None:
 
 
 async def test_remember_never_replaces_a_newer_copy() -> None:
-    api = ScriptedApi(listings=[[cm("a", 7, v="new")]], watches=[])
-    informer = Informer(api, CONFIGMAPS)  # type: ignore[arg-type]
+    api = holding(cm("a", 7, v="new"))
+    informer = Informer(api, CONFIGMAPS)
     await informer.start()
     await informer.wait_synced()
     informer.remember(cm("a", 3, v="old"))
@@ -125,18 +103,20 @@ async def test_remember_never_replaces_a_newer_copy() -> None:
 async def test_a_remembered_write_still_reaches_listeners_as_a_change() -> None:
     """The proxy's read-your-writes must not make the watch event look like a no-op."""
     events: list[tuple[str, dict[str, Any] | None, dict[str, Any] | None]] = []
-    api = ScriptedApi(
-        listings=[[cm("a", 1, v="before")]],
-        watches=[[{"type": "MODIFIED", "object": cm("a", 2, v="after")}]],
-    )
+    api = holding(cm("a", 1, v="before"))
     informer = Informer(
-        api,  # type: ignore[arg-type]
+        api,
         CONFIGMAPS,
         on_event=lambda kind, old, new: events.append((kind, old, new)),
     )
     informer.remember(cm("a", 2, v="after"))  # a run wrote it; the watch has not said so yet
     await informer.start()
-    await settle(informer, api)
+    await watching(informer, api, 1)
+    api.send(CONFIGMAPS, "MODIFIED", cm("a", 2, v="after"))
+    for _ in range(1000):  # until the informer has taken the event
+        if events and events[-1][0] == "MODIFIED":
+            break
+        await asyncio.sleep(0.01)
     await informer.stop()
     kind, old, new = events[-1]
     assert kind == "MODIFIED"
@@ -145,8 +125,8 @@ async def test_a_remembered_write_still_reaches_listeners_as_a_change() -> None:
 
 
 async def test_a_deleted_object_is_gone_from_reads_at_once() -> None:
-    api = ScriptedApi(listings=[[cm("a", 1)]], watches=[])
-    informer = Informer(api, CONFIGMAPS)  # type: ignore[arg-type]
+    api = holding(cm("a", 1))
+    informer = Informer(api, CONFIGMAPS)
     await informer.start()
     await informer.wait_synced()
     informer.remember(cm("a", 2), deleted=True)
@@ -159,8 +139,8 @@ async def test_a_long_list_lets_the_event_loop_run_and_answers_as_list() -> None
     many = [cm(f"cm-{index:04d}", index + 1, n=str(index)) for index in range(1000)]
     for obj in many[::2]:
         obj["metadata"]["labels"] = {"half": "yes"}
-    api = ScriptedApi(listings=[many], watches=[])
-    informer = Informer(api, CONFIGMAPS)  # type: ignore[arg-type]
+    api = holding(*many)
+    informer = Informer(api, CONFIGMAPS)
     await informer.start()
     await informer.wait_synced()
     turns = 0

@@ -120,7 +120,7 @@ async def test_a_long_list_is_one_cluster_wide_list_whose_other_namespaces_never
     for namespace in [*MANY, "elsewhere"]:
         api.put(CONFIGMAPS, cm(namespace))
     heard = Heard()
-    informer = Informer(api, CONFIGMAPS, scope=NamespaceScope(MANY), on_event=heard)  # type: ignore[arg-type]
+    informer = Informer(api, CONFIGMAPS, scope=NamespaceScope(MANY), on_event=heard)
     await informer.start()
     await informer.wait_synced()
     api.send(
@@ -154,7 +154,7 @@ async def test_a_short_list_is_listed_namespace_by_namespace() -> None:
     api = FakeApi()
     for namespace in ("a", "b", "elsewhere"):
         api.put(CONFIGMAPS, cm(namespace))
-    informer = Informer(api, CONFIGMAPS, scope=NamespaceScope(["a", "b"]))  # type: ignore[arg-type]
+    informer = Informer(api, CONFIGMAPS, scope=NamespaceScope(["a", "b"]))
     await informer.start()
     await informer.wait_synced()
     await informer.stop()
@@ -180,7 +180,7 @@ async def test_a_refused_cluster_wide_list_falls_back_to_each_namespace_logged_o
     for namespace in [*MANY, "elsewhere"]:
         api.put(CONFIGMAPS, cm(namespace))
     heard = Heard()
-    informer = Informer(api, CONFIGMAPS, scope=NamespaceScope(MANY), on_event=heard)  # type: ignore[arg-type]
+    informer = Informer(api, CONFIGMAPS, scope=NamespaceScope(MANY), on_event=heard)
     await informer.start()
     await asyncio.wait_for(informer.wait_synced(), 5)
     await informer.stop()
@@ -192,7 +192,7 @@ async def test_a_refused_cluster_wide_list_falls_back_to_each_namespace_logged_o
 
 # ----- namespaces chosen by label -------------------------------------------------
 async def selected(api: FakeApi, selector: str = "team=a") -> SelectedNamespaces:
-    scope = SelectedNamespaces(api, selector)  # type: ignore[arg-type]
+    scope = SelectedNamespaces(api, selector)
     await scope.start()
     await scope.wait_synced()
     return scope
@@ -206,7 +206,7 @@ async def test_a_namespace_relabelled_out_is_forgotten_without_a_deletion() -> N
     for namespace in ("in", "stays", "out"):
         api.put(CONFIGMAPS, cm(namespace))
     scope = await selected(api)
-    cache = InformerCache(api, scope)  # type: ignore[arg-type]
+    cache = InformerCache(api, scope)
     heard = Heard()
     informer = cache.informer(CONFIGMAPS)
     informer.add_listener(heard)
@@ -239,7 +239,7 @@ async def test_a_namespace_relabelled_in_is_listed_and_its_objects_announced() -
     api.put(NAMESPACES, ns("in", team="a"))
     api.put(CONFIGMAPS, cm("later"))
     scope = await selected(api)
-    cache = InformerCache(api, scope)  # type: ignore[arg-type]
+    cache = InformerCache(api, scope)
     heard = Heard()
     informer = cache.informer(CONFIGMAPS)
     informer.add_listener(heard)
@@ -261,7 +261,7 @@ async def test_ten_thousand_listed_objects_leave_the_event_loop_free_while_annou
         api.put(CONFIGMAPS, cm("big", f"c{number}"))
     queue: WorkQueue[tuple[str, str]] = WorkQueue()
     informer = Informer(
-        api,  # type: ignore[arg-type]
+        api,
         CONFIGMAPS,
         on_event=lambda _kind, _old, new: queue.add(
             (new["metadata"]["namespace"], new["metadata"]["name"])  # type: ignore[index]

@@ -80,7 +80,7 @@ async def _started(
 ) -> tuple[Informer, Heard]:
     heard = Heard()
     informer = Informer(
-        api,  # type: ignore[arg-type]
+        api,
         resource,
         scope=NamespaceScope(),
         on_event=heard,
@@ -214,7 +214,7 @@ async def test_the_proxy_reads_a_share_s_objects_but_never_lists_from_it() -> No
     api = FakeApi()
     _two_widgets(api)
     share = ObjectShare({A})
-    cache = InformerCache(api, share=share)  # type: ignore[arg-type]
+    cache = InformerCache(api, share=share)
     primary = cache.informer(WIDGETS)
     dependents = cache.informer(WIDGETS, follows="owner")
     assert primary is not dependents  # one kind, keyed two ways

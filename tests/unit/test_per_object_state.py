@@ -130,7 +130,7 @@ async def reconciled_widgets() -> tuple[FakeApi, Metrics, AnsibleReconciler]:
         api.put(WIDGETS, widget(key))
     metrics = Metrics()
     shared = Shared(
-        api=api,  # type: ignore[arg-type]
+        api=api,
         settings=Settings(),
         metrics=metrics,
         runner=FakeRunner(),
@@ -160,7 +160,7 @@ async def test_reconciler_and_metrics_forget_deleted_objects() -> None:
 
 async def test_dependent_registry_forgets_the_writes_of_created_objects() -> None:
     api = FakeApi()
-    cache = InformerCache(api, [])  # type: ignore[arg-type]
+    cache = InformerCache(api, [])
     dependents = DependentWatches(cache)
     owner_watch = Watch(
         gvk=GVK("example.com", "v1", "Widget"), role=Path("roles/w"), playbook=None, vars={}

@@ -83,7 +83,7 @@ class Setup:
             runs=RunSettings(reconcile_period=36000.0),
         )
         shared = Shared(
-            api=self.api,  # type: ignore[arg-type]
+            api=self.api,
             settings=self.settings,
             metrics=Metrics(),
             runner=runner,

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_operator.kube.client import ApiClient, ApiError
+from ansible_operator.kube.api import Api
+from ansible_operator.kube.client import ApiError
 from ansible_operator.kube.types import Resource
 
 CONFLICT_RETRIES = 8
@@ -17,7 +18,7 @@ def has_finalizer(obj: dict[str, Any], finalizer: str) -> bool:
 
 
 async def _update_finalizers(
-    api: ApiClient, resource: Resource, obj: dict[str, Any], finalizer: str, *, add: bool
+    api: Api, resource: Resource, obj: dict[str, Any], finalizer: str, *, add: bool
 ) -> dict[str, Any] | None:
     metadata = obj["metadata"]
     namespace, name = metadata.get("namespace"), metadata["name"]
@@ -50,13 +51,13 @@ async def _update_finalizers(
 
 
 async def add_finalizer(
-    api: ApiClient, resource: Resource, obj: dict[str, Any], finalizer: str
+    api: Api, resource: Resource, obj: dict[str, Any], finalizer: str
 ) -> dict[str, Any] | None:
     return await _update_finalizers(api, resource, obj, finalizer, add=True)
 
 
 async def remove_finalizer(
-    api: ApiClient, resource: Resource, obj: dict[str, Any], finalizer: str
+    api: Api, resource: Resource, obj: dict[str, Any], finalizer: str
 ) -> dict[str, Any] | None:
     """None when the object is gone (ours was the last finalizer)."""
     return await _update_finalizers(api, resource, obj, finalizer, add=False)

@@ -25,7 +25,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from ansible_operator.kube.client import ApiClient
+from ansible_operator.kube.api import Api
 from ansible_operator.kube.informer import Informer
 from ansible_operator.kube.namespace_scope import NamespaceScope
 from ansible_operator.kube.object_share import ObjectShare
@@ -70,7 +70,7 @@ class CachedKindView:
 class InformerCache:
     def __init__(
         self,
-        api: ApiClient,
+        api: Api,
         namespaces: Sequence[str] | NamespaceScope = (),
         *,
         share: ObjectShare | None = None,

@@ -13,11 +13,12 @@ import json
 import logging
 from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any
 
 import aiohttp
 
 from ansible_operator import __version__
+from ansible_operator.kube.api import PatchType
 from ansible_operator.kube.config import KubeConfig
 from ansible_operator.kube.reachability import Reachability
 from ansible_operator.kube.types import Resource
@@ -25,7 +26,6 @@ from ansible_operator.kube.upstreams import Upstreams
 
 log = logging.getLogger("ansible_operator.kube")
 
-PatchType = Literal["merge", "json", "strategic", "apply"]
 PATCH_CONTENT_TYPES: dict[str, str] = {
     "merge": "application/merge-patch+json",
     "json": "application/json-patch+json",

@@ -72,7 +72,8 @@ import random
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ansible_operator.kube.client import ApiClient, ApiError
+from ansible_operator.kube.api import Api
+from ansible_operator.kube.client import ApiError
 from ansible_operator.kube.namespace_scope import NamespaceScope
 from ansible_operator.kube.object_share import ObjectShare
 from ansible_operator.kube.selectors import field_predicate, label_predicate
@@ -113,7 +114,7 @@ _Written = tuple[int, Held | None]  # version, what was written (None: deleted)
 class Informer:
     def __init__(
         self,
-        api: ApiClient,
+        api: Api,
         resource: Resource,
         *,
         namespaces: Iterable[str] | None = None,

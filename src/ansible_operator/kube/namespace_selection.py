@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_operator.kube.client import ApiClient
+from ansible_operator.kube.api import Api
 from ansible_operator.kube.informer import Informer
 from ansible_operator.kube.namespace_scope import NamespaceScope
 from ansible_operator.kube.types import Resource
@@ -21,7 +21,7 @@ NAMESPACES = Resource("", "v1", "Namespace", "namespaces", False)
 
 
 class SelectedNamespaces(NamespaceScope):
-    def __init__(self, api: ApiClient, selector: str) -> None:
+    def __init__(self, api: Api, selector: str) -> None:
         super().__init__()
         self._every = False  # no namespace matches until the list says so
         self.selector = selector

@@ -40,7 +40,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ansible_operator.kube.client import ApiClient, ApiError
+from ansible_operator.kube.api import Api
+from ansible_operator.kube.client import ApiError
 from ansible_operator.kube.lease_thread import LEASES
 
 log = logging.getLogger("ansible_operator.leader")
@@ -155,7 +156,7 @@ def candidate_identity() -> str:
 class LeaderElector:
     def __init__(
         self,
-        api: ApiClient,
+        api: Api,
         *,
         name: str,
         namespace: str,

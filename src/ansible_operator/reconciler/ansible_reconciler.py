@@ -21,7 +21,8 @@ from typing import Any
 
 from ansible_operator.controller.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from ansible_operator.controller.reconcile import ObjectKey, ObjectReader, Outcome
-from ansible_operator.kube.client import ApiClient, ApiError
+from ansible_operator.kube.api import Api
+from ansible_operator.kube.client import ApiError
 from ansible_operator.kube.types import Resource
 from ansible_operator.observability.metrics import Metrics
 from ansible_operator.project.admission import RunVariables
@@ -45,7 +46,7 @@ log = logging.getLogger("ansible_operator.controller")
 class Shared:
     """What every watch's reconciler shares."""
 
-    api: ApiClient
+    api: Api
     settings: Settings
     metrics: Metrics
     runner: Runner  # does the Ansible runs (runner/host.py's RunnerHost)

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from ansible_operator.kube.client import ApiClient, ApiError
+from ansible_operator.kube.api import Api
+from ansible_operator.kube.client import ApiError
 from ansible_operator.kube.types import Resource
 from ansible_operator.reconciler.conditions import now_rfc3339
 
@@ -77,7 +78,7 @@ class EventRecorder:
     `count` and `lastTimestamp` instead of adding a copy, so a failure retried six
     times is one Event seen six times, not six Events."""
 
-    def __init__(self, api: ApiClient, *, remembered: int = REMEMBERED) -> None:
+    def __init__(self, api: Api, *, remembered: int = REMEMBERED) -> None:
         self.api = api
         self.remembered = remembered
         self._written: OrderedDict[tuple[str, ...], _Recorded] = OrderedDict()
@@ -144,10 +145,10 @@ def _aggregation_key(body: dict[str, Any]) -> tuple[str, ...]:
 
 # One recorder per API client: every reconciler of a manager shares its client,
 # so repeats from any of them aggregate.
-_recorders: WeakKeyDictionary[ApiClient, EventRecorder] = WeakKeyDictionary()
+_recorders: WeakKeyDictionary[Api, EventRecorder] = WeakKeyDictionary()
 
 
-def recorder_for(api: ApiClient) -> EventRecorder:
+def recorder_for(api: Api) -> EventRecorder:
     recorder = _recorders.get(api)
     if recorder is None:
         recorder = _recorders[api] = EventRecorder(api)
@@ -155,7 +156,7 @@ def recorder_for(api: ApiClient) -> EventRecorder:
 
 
 async def record_event(
-    api: ApiClient, obj: dict[str, Any], reason: str, message: str, *, warning: bool = False
+    api: Api, obj: dict[str, Any], reason: str, message: str, *, warning: bool = False
 ) -> None:
     """Best effort: an Event that cannot be written is logged, never fatal."""
     await recorder_for(api).record(obj, reason, message, warning=warning)

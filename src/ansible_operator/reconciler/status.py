@@ -7,7 +7,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ansible_operator.kube.client import ApiClient, ApiError
+from ansible_operator.kube.api import Api
+from ansible_operator.kube.client import ApiError
 from ansible_operator.kube.types import Resource
 from ansible_operator.reconciler.conditions import Condition, merge_conditions
 
@@ -21,7 +22,7 @@ class ObjectGone(Exception):
 
 
 async def write_conditions(
-    api: ApiClient,
+    api: Api,
     resource: Resource,
     namespace: str | None,
     name: str,

@@ -50,7 +50,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ansible_operator.kube.client import ApiClient, ApiError
+from ansible_operator.kube.api import Api
+from ansible_operator.kube.client import ApiError
 from ansible_operator.kube.lease_thread import LEASES
 from ansible_operator.kube.object_share import ObjectShare
 from ansible_operator.observability.metrics import Metrics
@@ -142,7 +143,7 @@ class RingLost(Exception):
 class ShardRing:
     def __init__(
         self,
-        api: ApiClient,
+        api: Api,
         share: Share,
         *,
         ring: str,

@@ -1,6 +1,6 @@
 """An in-memory Kubernetes API with the async client's face, for unit tests.
 
-`FakeApi` answers what `kube.client.ApiClient` answers (get, list, create,
+`FakeApi` is a `kube.api.Api`, as `kube.client.ApiClient` is (get, list, create,
 replace, merge patch, delete, watch) from objects held in memory, as the API
 server would: resourceVersion preconditions give 409 Conflict, a name taken
 gives 409 AlreadyExists, a missing object 404, and an object whose last
@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ansible_operator.kube.api import PatchType
 from ansible_operator.kube.client import ApiError
 from ansible_operator.kube.selectors import label_predicate
 from ansible_operator.kube.types import Resource
@@ -58,13 +59,16 @@ def _labels_match(obj: dict[str, Any], selector: str | None) -> bool:
 
 
 class FakeApi:
+    """The one fake of `kube.api.Api` (see the module's docstring)."""
+
     def __init__(self) -> None:
         self.objects: dict[Key, dict[str, Any]] = {}
         self.writes: list[Write] = []
         self.lists: list[tuple[str, str | None, str | None]] = []
         self.shard_selectors: list[str | None] = []  # of each list, in order
+        self.watch_versions: list[str | None] = []  # the resourceVersion each watch began at
         self._before: dict[str, list[BeforeAction]] = {}
-        self._feeds: dict[str, asyncio.Queue[dict[str, Any]]] = {}
+        self._feeds: dict[str, asyncio.Queue[dict[str, Any] | Exception]] = {}
         self._version = 0
 
     # ----- what a test sets up and reads ------------------------------------
@@ -93,8 +97,14 @@ class FakeApi:
         return [w.body for w in self.writes if w.verb == "create" and w.plural == "events"]
 
     def send(self, resource: Resource, kind: str, obj: dict[str, Any]) -> None:
-        """A watch event (ADDED, MODIFIED, DELETED) for the watchers of `resource`."""
+        """A watch event (ADDED, MODIFIED, DELETED, BOOKMARK) for the watchers of
+        `resource`, after what was sent before."""
         self._feed(resource).put_nowait({"type": kind, "object": copy.deepcopy(obj)})
+
+    def end_watch(self, resource: Resource, error: Exception | None = None) -> None:
+        """The watch of `resource` ends, once it has said what was sent before: as the
+        server ends one (None), or failing with `error` (410 Gone: its history is gone)."""
+        self._feed(resource).put_nowait(error or _END)
 
     # ----- the client's face ------------------------------------------------
     async def current_generation(self) -> int:
@@ -133,20 +143,35 @@ class FakeApi:
             and (namespace is None or held_namespace == namespace)
             and _labels_match(obj, label_selector)
         ]
-        return {"metadata": {"resourceVersion": str(self._version)}, "items": items}
+        newest = max((_version_of(obj) for obj in items), default=0)
+        return {"metadata": {"resourceVersion": str(max(newest, self._version))}, "items": items}
 
     async def watch(
-        self, resource: Resource, namespace: str | None = None, **_options: Any
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        shard_selector: str | None = None,
+        timeout_seconds: int = 300,
     ) -> AsyncIterator[dict[str, Any]]:
+        self.watch_versions.append(resource_version)
         feed = self._feed(resource)
         while True:
-            yield await feed.get()
+            event = await feed.get()
+            if event is _END:
+                return
+            if isinstance(event, Exception):
+                raise event
+            yield event
 
     async def create(
-        self, resource: Resource, body: dict[str, Any], namespace: str | None = None
+        self, resource: Resource, body: Mapping[str, Any], namespace: str | None = None
     ) -> dict[str, Any]:
+        body = copy.deepcopy(dict(body))
         self._run_before("create", resource, body)
-        body = copy.deepcopy(body)
         metadata = body.setdefault("metadata", {})
         if namespace is not None:
             metadata.setdefault("namespace", namespace)
@@ -162,11 +187,12 @@ class FakeApi:
         self,
         resource: Resource,
         name: str,
-        body: dict[str, Any],
+        body: Mapping[str, Any],
         namespace: str | None = None,
         *,
         subresource: str | None = None,
     ) -> dict[str, Any]:
+        body = dict(body)
         self._run_before("replace", resource, body)
         self.writes.append(Write("replace", resource.plural, namespace, name, copy.deepcopy(body)))
         current = self._existing(resource, name, namespace)
@@ -177,12 +203,13 @@ class FakeApi:
         self,
         resource: Resource,
         name: str,
-        patch: dict[str, Any],
+        patch: Any,
         namespace: str | None = None,
         *,
         subresource: str | None = None,
-        patch_type: str = "merge",
-        **_options: Any,
+        patch_type: PatchType = "merge",
+        field_manager: str = "ansible-operator",
+        force: bool = False,
     ) -> dict[str, Any]:
         self._run_before("patch", resource, patch)
         verb = "patch status" if subresource == "status" else "patch"
@@ -204,7 +231,12 @@ class FakeApi:
         return written
 
     async def delete(
-        self, resource: Resource, name: str, namespace: str | None = None, **_options: Any
+        self,
+        resource: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: str | None = None,
     ) -> dict[str, Any]:
         self._run_before("delete", resource, {})
         self.writes.append(Write("delete", resource.plural, namespace, name, None))
@@ -244,5 +276,13 @@ class FakeApi:
         for action in self._before.get(verb, []):
             action(resource, body)
 
-    def _feed(self, resource: Resource) -> asyncio.Queue[dict[str, Any]]:
+    def _feed(self, resource: Resource) -> asyncio.Queue[dict[str, Any] | Exception]:
         return self._feeds.setdefault(resource.plural, asyncio.Queue())
+
+
+_END = StopAsyncIteration()  # in a watch's feed: the server ended the watch
+
+
+def _version_of(obj: dict[str, Any]) -> int:
+    version = (obj.get("metadata") or {}).get("resourceVersion", "0")
+    return int(version) if str(version).isdigit() else 0

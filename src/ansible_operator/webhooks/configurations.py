@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ansible_operator.kube.client import ApiClient, ApiError
+from ansible_operator.kube.api import Api
+from ansible_operator.kube.client import ApiError
 from ansible_operator.kube.types import Resource
 from ansible_operator.project.webhook_entries import Webhook
 
@@ -142,7 +143,7 @@ def by_kind(webhooks: Sequence[Webhook]) -> dict[Resource, list[Webhook]]:
 
 
 async def sync_configurations(
-    api: ApiClient,
+    api: Api,
     name: str,
     webhooks: Sequence[Webhook],
     endpoint: Endpoint,
@@ -171,7 +172,7 @@ async def sync_configurations(
 
 
 async def _apply(
-    api: ApiClient,
+    api: Api,
     resource: Resource,
     name: str,
     webhooks: Sequence[Webhook],
@@ -185,7 +186,7 @@ async def _apply(
 
 
 async def apply_ca_bundle(
-    api: ApiClient,
+    api: Api,
     name: str,
     webhooks: Sequence[Webhook],
     endpoint: Endpoint,
@@ -223,12 +224,12 @@ async def apply_ca_bundle(
     return wrote
 
 
-async def remove_configurations(api: ApiClient, name: str) -> None:
+async def remove_configurations(api: Api, name: str) -> None:
     for resource in (MUTATING, VALIDATING):
         await remove_configuration(api, resource, name)
 
 
-async def remove_configuration(api: ApiClient, resource: Resource, name: str) -> None:
+async def remove_configuration(api: Api, resource: Resource, name: str) -> None:
     """Delete the configuration `name` of this kind if we made it; anything else stays."""
     try:
         current = await api.get(resource, name)
@@ -270,7 +271,7 @@ def stale(item: dict[str, Any], name: str, endpoint: Endpoint) -> bool | None:
     return True if all(ours) else None
 
 
-async def remove_stale_configurations(api: ApiClient, name: str, endpoint: Endpoint) -> None:
+async def remove_stale_configurations(api: Api, name: str, endpoint: Endpoint) -> None:
     """Delete what an operator of another id left calling our endpoint (see the module)."""
     for resource in (MUTATING, VALIDATING):
         try:
@@ -304,7 +305,7 @@ async def remove_stale_configurations(api: ApiClient, name: str, endpoint: Endpo
                 await _remove_stale(api, resource, other, endpoint)
 
 
-async def _remove_stale(api: ApiClient, resource: Resource, name: str, endpoint: Endpoint) -> None:
+async def _remove_stale(api: Api, resource: Resource, name: str, endpoint: Endpoint) -> None:
     try:
         await api.delete(resource, name)
     except ApiError as error:

@@ -29,7 +29,8 @@ from typing import Any
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from ansible_operator.kube.client import ApiClient, ApiError
+from ansible_operator.kube.api import Api
+from ansible_operator.kube.client import ApiError
 from ansible_operator.kube.types import Resource
 from ansible_operator.serving import pki
 from ansible_operator.values.durations import DurationError, parse_duration
@@ -272,7 +273,7 @@ class SecretCaStore(CaStore):
     """The Secret every replica shares: written only as read (resourceVersion), so when
     two replicas renew at once the first write wins and the other reads it back."""
 
-    def __init__(self, api: ApiClient, namespace: str, name: str) -> None:
+    def __init__(self, api: Api, namespace: str, name: str) -> None:
         self.api, self.namespace, self.name = api, namespace, name
         self.where = f"Secret {namespace}/{name}"
 
@@ -329,7 +330,7 @@ async def current_ca(
 
 
 async def operator_made(
-    api: ApiClient | None,
+    api: Api | None,
     secret: tuple[str, str] | None,
     names: list[str],
     directory: Path,
