@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import sys
@@ -200,35 +201,37 @@ async def reconcile_once(args: argparse.Namespace) -> int:
             if watching.impersonate:
                 config.impersonate = watching.impersonate
                 await verify_impersonation(api)
-            proxy = ApiProxy(config, mapper, port=0)
-            await proxy.start()
-            metrics = Metrics()
-            host = RunnerHost(
-                settings=settings,
-                access=proxy,
-                runner_root=Path(scratch) / "runs",
-                scratch=Path(scratch),
-                metrics=metrics,
-                max_runs=1,
-                contain=False,  # the command ends with its run: nothing outlives it
-                live_output=lambda text: print(text, flush=True),
-            )
-            await host.start()
-            try:
+            # Started in order, stopped in reverse, as the manager's parts.
+            async with contextlib.AsyncExitStack() as started:
+                proxy = ApiProxy(config, mapper, port=0)
+                await proxy.start()
+                started.push_async_callback(proxy.stop)
+                metrics = Metrics()
+                host = RunnerHost(
+                    settings=settings,
+                    access=proxy,
+                    runner_root=Path(scratch) / "runs",
+                    scratch=Path(scratch),
+                    metrics=metrics,
+                    max_runs=1,
+                    contain=False,  # the command ends with its run: nothing outlives it
+                    live_output=lambda text: print(text, flush=True),
+                )
+                await host.start()
+                started.push_async_callback(host.stop)
+                admission = WatchAdmission(Path.cwd(), os.environ, assigned=assigned_places)
+                started.push_async_callback(admission.stop)
                 shared = Shared(
                     api=api,
                     settings=settings,
                     metrics=metrics,
                     runner=host,
-                    admission=WatchAdmission(Path.cwd(), os.environ, assigned=assigned_places),
+                    admission=admission,
                 )
                 metadata = obj["metadata"]
                 reader = OneObject(obj)
                 reconciler = AnsibleReconciler(watch, resource, reader, shared)
                 result = (await reconciler.reconcile(reader.key)).run
-            finally:
-                await host.stop()
-                await proxy.stop()
             print()
             if not args.check:
                 try:

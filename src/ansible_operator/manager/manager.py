@@ -214,6 +214,9 @@ class Manager:
         )
 
     async def run(self) -> int:
+        """Start every part in order, serve until stopped (or the Lease is lost), stop
+        them in reverse: each start below registers its stop on `started` as it
+        succeeds, so a failed start stops exactly what had started."""
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -221,152 +224,179 @@ class Manager:
         config = self.connect(self.settings.watching.kubeconfig)
         if self.settings.watching.impersonate:
             config.impersonate = self.settings.watching.impersonate
-        # mkdtemp creates it 0700: the event socket inside is ours alone.
-        scratch = Path(tempfile.mkdtemp(prefix="ansible-operator-"))
-        runner_root = self.settings.runs.runner_dir or scratch / "runs"
-        elector: LeaderElectionThread | None = None
-        prober: asyncio.Task[None] | None = None
-        host: RunnerHost | None = None
-        # Reads ansible-core's variable names in a child process meanwhile.
-        admission = WatchAdmission(Path.cwd(), os.environ, assigned=assigned_places)
-        admission.start()
-        # From its own thread: how late this loop runs (probes, events, the proxy wait as long).
-        watchdog = LoopWatchdog(self.metrics)
-        watchdog.start()
-        try:
-            async with ApiClient(
-                config, trace_configs=[self.metrics.request_counter("operator")]
-            ) as api:
-                if config.impersonate:
-                    await self._say_whom_we_act_as(api)
-                self.api_health = ApiServerHealth(
-                    api,
-                    ready_grace=self.settings.health.api_server_ready_grace,
-                    live_grace=self.settings.health.api_server_live_grace,
-                )
-                prober = asyncio.create_task(self.api_health.probe_forever())
-                await self._serve(
-                    "health", self.settings.health.probe_bind_address, self._health_app()
-                )
-                await self._serve_metrics(api, scratch)
-                # One proxy and one runner host for every run of this process, the
-                # webhooks' too: started before the election, as the webhooks are.
-                self.mapper = RestMapper(api)
-                self.scope = await self._namespace_scope(api)
-                if self.settings.leader_election.shard_ring:
-                    # Empty until the ring gives this replica its share (sharding/ring.py).
-                    self.share = ObjectShare()
-                self.cache = InformerCache(api, self.scope, share=self.share)
-                self.metrics.track_cache(self.cache.held, self.cache.received, self.cache.dropped)
-                self.dependents = DependentWatches(self.cache)
-                self.proxy = ApiProxy(
-                    config,
-                    self.mapper,
-                    cache=self.cache,
-                    dependents=self.dependents,
-                    inject_owner_ref=self.settings.proxy.inject_owner_ref,
-                    shard_labels=self.share is not None,
-                    port=self.settings.proxy.port,
-                    trace_configs=[self.metrics.request_counter("proxy")],
-                    on_cache_hit=self.metrics.proxy_cache_hits.inc,
-                )
-                await self.proxy.start()
-                host = RunnerHost(
-                    settings=self.settings,
-                    access=self.proxy,
-                    runner_root=runner_root,
-                    scratch=scratch,
-                    metrics=self.metrics,
-                    max_runs=self._global_cap(),
-                    launcher=self._launcher(scratch),
-                )
-                await host.start()
-                if self.webhooks:
-                    await self._start_webhooks(api, scratch, host)
-                if self.settings.health.bound_addresses_file is not None:
-                    write_bound_addresses(
-                        self.settings.health.bound_addresses_file, self._bound_addresses()
-                    )
-                if self.settings.leader_election.enabled:
-                    # On a thread of its own: renewal never waits for this loop.
-                    elector = LeaderElectionThread(
-                        config,
-                        trace_configs=[self.metrics.request_counter("operator")],
-                        name=self.settings.leader_election.id,
-                        namespace=self._leader_namespace(),
-                        lease_duration=self.settings.leader_election.lease_duration,
-                        renew_deadline=self.settings.leader_election.renew_deadline,
-                        retry_period=self.settings.leader_election.retry_period,
-                    )
-                    leading = self.metrics.leader.labels(self.settings.leader_election.id)
-                    leading.set(0)
-                    acquiring = asyncio.create_task(elector.acquire())
-                    stop_wait = asyncio.create_task(self.stopping.wait())
-                    self.standing_by = True
-                    await asyncio.wait({acquiring, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
-                    stop_wait.cancel()
-                    if not acquiring.done():
-                        acquiring.cancel()
-                        return 0
-                    acquiring.result()
-                    leading.set(1)
-                if self.share is not None:
-                    # On a thread of its own, as leader election: renewal never
-                    # waits for this loop.
-                    self.ring = self._shard_ring(config, self.share)
-                    await self.ring.join()
-                shared = Shared(
-                    api=api,
-                    settings=self.settings,
-                    metrics=self.metrics,
-                    runner=host,
-                    admission=admission,
-                )
-                await self._start_controllers(shared)
-                self.ready = True
-                # Only now: a new leader stays ready while its controllers start.
-                self.standing_by = False
-                log.info(
-                    "operator started watches=%d namespaces=%s",
-                    len(self.watches),
-                    self.scope.describe(),
-                )
-                waiters = [asyncio.create_task(self.stopping.wait())]
-                if elector is not None:
-                    waiters.append(asyncio.create_task(elector.lost.wait()))
-                if self.ring is not None:
-                    waiters.append(asyncio.create_task(self.ring.lost.wait()))
-                await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-                for waiter in waiters:
-                    waiter.cancel()
-                lost = (elector is not None and elector.lost.is_set()) or (
-                    self.ring is not None and self.ring.lost.is_set()
-                )
-                await self._shutdown(0.0 if lost else self.settings.runs.graceful_shutdown_timeout)
-                if elector is not None:
-                    self.metrics.leader.labels(self.settings.leader_election.id).set(0)
-                    await elector.release()
-                if self.ring is not None:
-                    await self.ring.leave()  # after the runs ended: hand over at once
-                return 1 if lost else 0
-        finally:
-            watchdog.stop()
-            if self.settings.health.bound_addresses_file is not None:
-                remove_bound_addresses(self.settings.health.bound_addresses_file)
-            await admission.stop()
-            if self.webhook_service is not None:
-                await self.webhook_service.stop()
-            if prober is not None:
-                prober.cancel()
-            if self.scope is not None:
-                await self.scope.stop()
-            if host is not None:
-                await host.stop()
-            if self.proxy is not None:
-                await self.proxy.stop()  # after the webhooks: their runs use it
-            for runner in self._sites:
-                await runner.cleanup()
-            shutil.rmtree(scratch, ignore_errors=True)
+        async with contextlib.AsyncExitStack() as started:
+            # mkdtemp creates it 0700: the event socket inside is ours alone.
+            scratch = Path(tempfile.mkdtemp(prefix="ansible-operator-"))
+            started.callback(shutil.rmtree, scratch, ignore_errors=True)
+            # Reads ansible-core's variable names in a child process meanwhile.
+            admission = WatchAdmission(Path.cwd(), os.environ, assigned=assigned_places)
+            admission.start()
+            started.push_async_callback(admission.stop)
+            # From its own thread: how late this loop runs (probes, events, the proxy
+            # wait as long).
+            watchdog = LoopWatchdog(self.metrics)
+            watchdog.start()
+            started.callback(watchdog.stop)
+            api = await started.enter_async_context(
+                ApiClient(config, trace_configs=[self.metrics.request_counter("operator")])
+            )
+            if config.impersonate:
+                await self._say_whom_we_act_as(api)
+            await self._start_serving(started, api, scratch)
+            host = await self._start_run_path(started, config, api, scratch)
+            if self.webhooks:
+                await self._start_webhooks(api, scratch, host)
+                started.push_async_callback(self._stop_webhooks)
+            addresses_file = self.settings.health.bound_addresses_file
+            if addresses_file is not None:
+                write_bound_addresses(addresses_file, self._bound_addresses())
+                started.callback(remove_bound_addresses, addresses_file)
+            elector = None
+            if self.settings.leader_election.enabled:
+                elector = await self._lead(config)
+                if elector is None:
+                    return 0  # stopped while standing by
+            if self.share is not None:
+                # On a thread of its own, as leader election: renewal never waits for
+                # this loop.
+                self.ring = self._shard_ring(config, self.share)
+                await self.ring.join()
+            shared = Shared(
+                api=api,
+                settings=self.settings,
+                metrics=self.metrics,
+                runner=host,
+                admission=admission,
+            )
+            await self._start_controllers(shared)
+            self.ready = True
+            # Only now: a new leader stays ready while its controllers start.
+            self.standing_by = False
+            assert self.scope is not None
+            log.info(
+                "operator started watches=%d namespaces=%s",
+                len(self.watches),
+                self.scope.describe(),
+            )
+            lost = await self._serve_until_stopped(elector)
+            await self._shutdown(0.0 if lost else self.settings.runs.graceful_shutdown_timeout)
+            if elector is not None:
+                self.metrics.leader.labels(self.settings.leader_election.id).set(0)
+                await elector.release()
+            if self.ring is not None:
+                await self.ring.leave()  # after the runs ended: hand over at once
+            return 1 if lost else 0
+        raise AssertionError("unreachable")  # the block returns or raises
+
+    async def _start_serving(
+        self, started: contextlib.AsyncExitStack, api: ApiClient, scratch: Path
+    ) -> None:
+        """The health and metrics servers, and the API server's health behind them."""
+        self.api_health = ApiServerHealth(
+            api,
+            ready_grace=self.settings.health.api_server_ready_grace,
+            live_grace=self.settings.health.api_server_live_grace,
+        )
+        prober = asyncio.create_task(self.api_health.probe_forever())
+        started.callback(prober.cancel)
+        started.push_async_callback(self._stop_sites)
+        await self._serve("health", self.settings.health.probe_bind_address, self._health_app())
+        await self._serve_metrics(api, scratch)
+
+    async def _start_run_path(
+        self,
+        started: contextlib.AsyncExitStack,
+        config: KubeConfig,
+        api: ApiClient,
+        scratch: Path,
+    ) -> RunnerHost:
+        """What a run goes through: the scope and cache the proxy reads from, the proxy,
+        the runner host. One of each for every run of this process, the webhooks'
+        too: started before the election, as the webhooks are."""
+        self.mapper = RestMapper(api)
+        self.scope = await self._namespace_scope(api)
+        started.push_async_callback(self.scope.stop)
+        if self.settings.leader_election.shard_ring:
+            # Empty until the ring gives this replica its share (sharding/ring.py).
+            self.share = ObjectShare()
+        self.cache = InformerCache(api, self.scope, share=self.share)
+        self.metrics.track_cache(self.cache.held, self.cache.received, self.cache.dropped)
+        self.dependents = DependentWatches(self.cache)
+        self.proxy = ApiProxy(
+            config,
+            self.mapper,
+            cache=self.cache,
+            dependents=self.dependents,
+            inject_owner_ref=self.settings.proxy.inject_owner_ref,
+            shard_labels=self.share is not None,
+            port=self.settings.proxy.port,
+            trace_configs=[self.metrics.request_counter("proxy")],
+            on_cache_hit=self.metrics.proxy_cache_hits.inc,
+        )
+        await self.proxy.start()
+        started.push_async_callback(self.proxy.stop)  # after the webhooks: their runs use it
+        host = RunnerHost(
+            settings=self.settings,
+            access=self.proxy,
+            runner_root=self.settings.runs.runner_dir or scratch / "runs",
+            scratch=scratch,
+            metrics=self.metrics,
+            max_runs=self._global_cap(),
+            launcher=self._launcher(scratch),
+        )
+        await host.start()
+        started.push_async_callback(host.stop)
+        return host
+
+    async def _lead(self, config: KubeConfig) -> LeaderElectionThread | None:
+        """Stand by until this replica holds the leader Lease; None if it is stopped
+        meanwhile."""
+        election = self.settings.leader_election
+        # On a thread of its own: renewal never waits for this loop.
+        elector = LeaderElectionThread(
+            config,
+            trace_configs=[self.metrics.request_counter("operator")],
+            name=election.id,
+            namespace=self._leader_namespace(),
+            lease_duration=election.lease_duration,
+            renew_deadline=election.renew_deadline,
+            retry_period=election.retry_period,
+        )
+        leading = self.metrics.leader.labels(election.id)
+        leading.set(0)
+        acquiring = asyncio.create_task(elector.acquire())
+        stop_wait = asyncio.create_task(self.stopping.wait())
+        self.standing_by = True
+        await asyncio.wait({acquiring, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+        stop_wait.cancel()
+        if not acquiring.done():
+            acquiring.cancel()
+            return None
+        acquiring.result()
+        leading.set(1)
+        return elector
+
+    async def _serve_until_stopped(self, elector: LeaderElectionThread | None) -> bool:
+        """Until a stop is asked or a Lease is lost; whether one was lost."""
+        waiters = [asyncio.create_task(self.stopping.wait())]
+        if elector is not None:
+            waiters.append(asyncio.create_task(elector.lost.wait()))
+        if self.ring is not None:
+            waiters.append(asyncio.create_task(self.ring.lost.wait()))
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        for waiter in waiters:
+            waiter.cancel()
+        return (elector is not None and elector.lost.is_set()) or (
+            self.ring is not None and self.ring.lost.is_set()
+        )
+
+    async def _stop_webhooks(self) -> None:
+        if self.webhook_service is not None:
+            await self.webhook_service.stop()
+
+    async def _stop_sites(self) -> None:
+        for runner in self._sites:
+            await runner.cleanup()
 
     async def _namespace_scope(self, api: ApiClient) -> NamespaceScope:
         """WATCH_NAMESPACE's list, or the namespaces --watch-namespace-selector
