@@ -6,7 +6,6 @@ in a server-side dry run."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import subprocess
@@ -18,14 +17,13 @@ import pytest
 import yaml
 from kubernetes import client
 
-from ansible_operator.cluster.build import cache_root
 from ansible_operator.scaffold.bundle import BundleOptions, BundleResult, write_bundle
 from ansible_operator.scaffold.bundle_sources import BundleError
 from ansible_operator.scaffold.bundle_validation import validate_bundle
 from ansible_operator.testing.manifests import apply_manifests, documents
+from go_tools import built
 
 REPO = Path(__file__).resolve().parents[2]
-VALIDATOR_SOURCE = REPO / "tools" / "bundle-validate"
 DOMAIN = "bundle.ansible-operator.test"
 IMAGE = "registry.example.com/memcached-operator:v0.1.0"
 WEBHOOK = """\
@@ -56,24 +54,7 @@ def cli(*args: str) -> None:
 @pytest.fixture(scope="module")
 def validator() -> Path:
     """tools/bundle-validate, built once per version of its sources."""
-    go = shutil.which("go")
-    if go is None:
-        pytest.skip("no `go` on PATH: tools/bundle-validate (operator-framework/api) needs Go")
-    digest = hashlib.sha256()
-    for name in ("go.mod", "go.sum", "main.go"):
-        digest.update((VALIDATOR_SOURCE / name).read_bytes())
-    binary = cache_root() / "bundle-validate" / digest.hexdigest()[:16] / "bundle-validate"
-    if not binary.exists():
-        binary.parent.mkdir(parents=True, exist_ok=True)
-        built = subprocess.run(
-            [go, "build", "-o", str(binary), "."],
-            cwd=VALIDATOR_SOURCE,
-            capture_output=True,
-            text=True,
-            timeout=1500,
-        )
-        assert built.returncode == 0, f"go build of {VALIDATOR_SOURCE} failed:\n{built.stderr}"
-    return binary
+    return built("bundle-validate")
 
 
 def olm_validate(validator: Path, bundle: Path) -> subprocess.CompletedProcess[str]:

@@ -107,16 +107,29 @@ def condition_states(status: dict[str, Any]) -> dict[str, str]:
     return {c["type"]: c["status"] for c in status["conditions"]}
 
 
+def kstatus_conditions(status: dict[str, Any]) -> list[dict[str, Any]]:
+    return [c for c in status["conditions"] if c["type"] in ("Ready", "Reconciling", "Stalled")]
+
+
 async def test_a_successful_run_goes_running_then_successful_with_its_results() -> None:
     setup = Setup(FakeRunner(fake.succeeded(ok=4, changed=1)), make_watch(), memcached())
 
     outcome = await setup.reconcile()
 
     first, last = setup.api.statuses[0], setup.api.statuses[-1]
-    assert condition_states(first) == {"Running": "True"}
+    # A new generation: Reconciling, not Ready yet (kstatus: InProgress).
+    assert condition_states(first) == {"Running": "True", "Ready": "False", "Reconciling": "True"}
     assert "observedGeneration" not in first  # the outcome is not known yet
-    assert condition_states(last) == {"Running": "False", "Successful": "True", "Failure": "False"}
+    assert condition_states(last) == {
+        "Running": "False",
+        "Successful": "True",
+        "Failure": "False",
+        "Ready": "True",
+        "Reconciling": "False",
+        "Stalled": "False",
+    }
     assert last["observedGeneration"] == 3
+    assert {c["observedGeneration"] for c in kstatus_conditions(last)} == {3}
     result = setup.conditions()["Successful"]["ansibleResult"]
     assert (result["ok"], result["changed"], result["failures"]) == (4, 1, 0)
     assert outcome == Outcome(requeue_after=36000.0)
@@ -258,3 +271,35 @@ async def test_check_mode_runs_but_writes_nothing() -> None:
     await setup.reconcile()
     assert len(setup.runner.seen) == 1
     assert setup.api.statuses == [] and setup.api.events == []
+
+
+async def test_a_periodic_run_of_a_ready_object_leaves_it_ready() -> None:
+    """GitOps tools read kstatus: an object must not go InProgress every period."""
+    setup = Setup(FakeRunner(fake.succeeded(), fake.succeeded()), make_watch(), memcached())
+    await setup.reconcile()
+    written = len(setup.api.statuses)
+
+    await setup.reconcile()  # the same generation again
+
+    during = setup.api.statuses[written]
+    assert condition_states(during)["Running"] == "True"
+    assert condition_states(during)["Ready"] == "True"
+    assert condition_states(during)["Reconciling"] == "False"
+
+
+async def test_a_failure_that_retries_is_reconciling_and_refused_data_is_stalled() -> None:
+    retried = Setup(FakeRunner(fake.failed("install", "not yet")), make_watch(), memcached())
+    await retried.reconcile()
+    states = condition_states(retried.stored()["status"])  # type: ignore[index]
+    assert (states["Ready"], states["Reconciling"], states["Stalled"]) == ("False", "True", "False")
+
+    obj = memcached()
+    obj["spec"]["ansibleBecomeExe"] = "id"
+    refused = Setup(FakeRunner(), make_watch(), obj)
+    await refused.reconcile()
+    status = refused.stored()["status"]  # type: ignore[index]
+    states = condition_states(status)
+    assert (states["Ready"], states["Reconciling"], states["Stalled"]) == ("False", "False", "True")
+    stalled = next(c for c in status["conditions"] if c["type"] == "Stalled")
+    assert stalled["reason"] == "RefusedData" and "ansibleBecomeExe" in stalled["message"]
+    assert status["observedGeneration"] == stalled["observedGeneration"] == 3

@@ -97,7 +97,7 @@ class AnsibleReconciler:
         try:
             annotated = object_settings(obj, most_artifacts=self.watch.max_runner_artifacts)
         except AnnotationError as error:
-            await self._fail(obj, str(error), reason="InvalidAnnotation")
+            await self._fail(obj, str(error), reason="InvalidAnnotation", stalled=True)
             return Outcome(retry=True)
         if self._warned.get(key, ()) != annotated.warnings:
             # Once per object and distinct warning: reconciles may come every second.
@@ -132,7 +132,10 @@ class AnsibleReconciler:
                 # observedGeneration waits for the outcome: it says which
                 # generation the Successful/Failure conditions describe.
                 await self._write_status(
-                    obj, conditions.running(obj.get("status")), observe=False, known=obj
+                    obj,
+                    conditions.running(obj.get("status"), generation_of(obj)),
+                    observe=False,
+                    known=obj,
                 )
             except ObjectGone:
                 return Outcome()
@@ -172,7 +175,8 @@ class AnsibleReconciler:
         try:
             return await self.shared.admission.admit(self.watch, obj, deleting=deleting)
         except RefusedData as refused:
-            await self._fail(obj, f"not run: {refused}", reason=refused.reason)
+            # Not run, and no retry mends it: only a change of the object.
+            await self._fail(obj, f"not run: {refused}", reason=refused.reason, stalled=True)
             return None
 
     # ----- reporting ---------------------------------------------------------
@@ -199,7 +203,9 @@ class AnsibleReconciler:
             if self.writes_status:
                 assert ansible_result is not None
                 with contextlib.suppress(ObjectGone):
-                    await self._write_status(obj, conditions.succeeded(ansible_result))
+                    await self._write_status(
+                        obj, conditions.succeeded(ansible_result, generation_of(obj))
+                    )
             if previously_failed:
                 await self._event(
                     obj, "ReconcileSucceeded", "Reconciliation succeeded after earlier failures"
@@ -225,13 +231,15 @@ class AnsibleReconciler:
         *,
         reason: str,
         ansible_result: conditions.AnsibleResult | None = None,
+        stalled: bool = False,
     ) -> None:
         log.error("reconcile failed %s reason=%s message=%r", object_fields(obj), reason, message)
         if self.writes_status:
+            failure = conditions.failed(
+                message, ansible_result, reason, generation=generation_of(obj), stalled=stalled
+            )
             with contextlib.suppress(ObjectGone):
-                await self._write_status(
-                    obj, conditions.failed(message, ansible_result, reason=reason)
-                )
+                await self._write_status(obj, failure)
         await self._event(obj, reason, message, warning=True)
 
     async def _event(
@@ -246,7 +254,12 @@ class AnsibleReconciler:
         if self.writes_status:
             with contextlib.suppress(ObjectGone, ApiError, OSError):
                 await asyncio.wait_for(
-                    self._write_status(obj, conditions.failed(message, None, reason="Interrupted")),
+                    self._write_status(
+                        obj,
+                        conditions.failed(
+                            message, None, "Interrupted", generation=generation_of(obj)
+                        ),
+                    ),
                     10,
                 )
 
@@ -299,3 +312,9 @@ class AnsibleReconciler:
                 self.watch.gvk.version,
                 self.watch.gvk.kind,
             ).set(timestamp.timestamp())
+
+
+def generation_of(obj: Mapping[str, Any]) -> int | None:
+    """What the kstatus conditions describe (conditions.py): the object's generation."""
+    generation = (obj.get("metadata") or {}).get("generation")
+    return generation if isinstance(generation, int) else None

@@ -3,6 +3,19 @@
 Condition types, as the reference: `Running`, `Successful`, `Failure`. Unlike
 the reference, `Running` is False once a run has ended, and every write keeps
 `lastTransitionTime` unless that condition's status changed.
+
+Beside them, kstatus's (sigs.k8s.io/cli-utils `pkg/kstatus`), which Argo CD and Flux
+read without a custom health check, each with the `observedGeneration` it describes:
+
+- `Ready`: True once the last run of the current generation succeeded;
+- `Reconciling`: True while the operator works toward a generation it has not reached
+  (a new spec being run, or a failed run it will retry);
+- `Stalled`: True when it will not get there without a change to the object (its data
+  refused, its spec invalid): kstatus reads Failed, where a retried failure reads
+  InProgress.
+
+A periodic run of an object already Ready leaves them as they are, so GitOps tools do not
+see an object go InProgress every reconcile period.
 """
 
 from __future__ import annotations
@@ -15,7 +28,10 @@ from typing import Any
 RUNNING = "Running"
 SUCCESSFUL = "Successful"
 FAILURE = "Failure"
-MANAGED_TYPES = (RUNNING, SUCCESSFUL, FAILURE)
+READY = "Ready"
+RECONCILING = "Reconciling"
+STALLED = "Stalled"
+MANAGED_TYPES = (RUNNING, SUCCESSFUL, FAILURE, READY, RECONCILING, STALLED)
 
 
 @dataclass(frozen=True)
@@ -43,6 +59,7 @@ class Condition:
     reason: str
     message: str
     ansible_result: AnsibleResult | None = None
+    observed_generation: int | None = None  # the kstatus conditions': what they describe
 
     def to_dict(self, now: str) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -52,6 +69,8 @@ class Condition:
             "message": self.message,
             "lastTransitionTime": now,
         }
+        if self.observed_generation is not None:
+            body["observedGeneration"] = self.observed_generation
         if self.ansible_result is not None:
             body["ansibleResult"] = self.ansible_result.to_dict()
         return body
@@ -61,29 +80,63 @@ def now_rfc3339() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def running(previous: Mapping[str, Any] | None = None) -> list[Condition]:
+def running(
+    previous: Mapping[str, Any] | None = None, generation: int | None = None
+) -> list[Condition]:
     """As the reference: an existing Successful goes False while a run is on,
-    so `kubectl wait --for=condition=Successful` waits for this run."""
+    so `kubectl wait --for=condition=Successful` waits for this run. And Reconciling
+    while the run works toward a generation not reached yet (see the module)."""
     updates = [Condition(RUNNING, "True", "Running", "Running reconciliation")]
     if condition(previous, SUCCESSFUL) is not None:
         updates.append(Condition(SUCCESSFUL, "False", "Running", "Running reconciliation"))
+    observed = (previous or {}).get("observedGeneration")
+    if generation is not None and (observed != generation or is_true(previous, FAILURE)):
+        message = f"Reconciling generation {generation}"
+        updates += [
+            Condition(READY, "False", "Reconciling", message, None, generation),
+            Condition(RECONCILING, "True", "Reconciling", message, None, generation),
+        ]
     return updates
 
 
-def succeeded(result: AnsibleResult) -> list[Condition]:
-    return [
+def succeeded(result: AnsibleResult, generation: int | None = None) -> list[Condition]:
+    updates = [
         Condition(RUNNING, "False", "Successful", "Awaiting next reconciliation", result),
         Condition(SUCCESSFUL, "True", "Successful", "Last reconciliation succeeded", result),
         Condition(FAILURE, "False", "Successful", "Last reconciliation succeeded"),
     ]
+    if generation is not None:
+        message = f"Generation {generation} reconciled"
+        updates += [
+            Condition(READY, "True", "Successful", message, None, generation),
+            Condition(RECONCILING, "False", "Successful", message, None, generation),
+            Condition(STALLED, "False", "Successful", message, None, generation),
+        ]
+    return updates
 
 
-def failed(message: str, result: AnsibleResult | None, reason: str = "Failed") -> list[Condition]:
-    return [
+def failed(
+    message: str,
+    result: AnsibleResult | None,
+    reason: str = "Failed",
+    *,
+    generation: int | None = None,
+    stalled: bool = False,
+) -> list[Condition]:
+    """A failure; `stalled`: one no retry mends, only a change of the object."""
+    updates = [
         Condition(RUNNING, "False", reason, "Reconciliation failed", result),
         Condition(SUCCESSFUL, "False", reason, "Last reconciliation failed"),
         Condition(FAILURE, "True", reason, message, result),
     ]
+    if generation is not None:
+        retried = "False" if stalled else "True"
+        updates += [
+            Condition(READY, "False", reason, message, None, generation),
+            Condition(RECONCILING, retried, reason, message, None, generation),
+            Condition(STALLED, "True" if stalled else "False", reason, message, None, generation),
+        ]
+    return updates
 
 
 def merge_conditions(
