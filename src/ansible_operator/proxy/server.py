@@ -32,6 +32,8 @@ from ansible_operator.proxy.writes import DependentRegistry
 from ansible_operator.runner.access import RunAccess
 from ansible_operator.serving.http_malformed import StrictAppRunner
 
+PROXY_SHUTDOWN_TIMEOUT = 1.0  # seconds a stop waits for requests still open
+
 log = logging.getLogger("ansible_operator.proxy")
 
 
@@ -109,7 +111,14 @@ class ApiProxy:
         )
         app = web.Application(client_max_size=64 * 2**20)
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = StrictAppRunner(app, "proxy", handle_signals=False)
+        self._runner = StrictAppRunner(
+            app,
+            "proxy",
+            handle_signals=False,
+            # Stopped after the runs it served ended: what is still open is a watch or
+            # a long read of a run that is gone, not worth aiohttp's 60 s of waiting.
+            shutdown_timeout=PROXY_SHUTDOWN_TIMEOUT,
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self.port)
         await site.start()
