@@ -267,6 +267,7 @@ class Manager:
                 metrics=self.metrics,
                 runner=host,
                 admission=admission,
+                dependents=self.dependents,
             )
             await self._start_controllers(shared)
             self.ready = True

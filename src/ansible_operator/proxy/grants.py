@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ansible_operator.kube.types import Owner
+from ansible_operator.runner.rbac_refusal import Refusals
 
 
 @dataclass
@@ -26,6 +27,8 @@ class Grant:
     owns: bool = True
     # Set when the run ends: the streams it opened close (until_revoked).
     revoked: asyncio.Event = field(default_factory=asyncio.Event)
+    # The RBAC refusals the API server answered the run with (rules/refusals.py).
+    refusals: Refusals = field(default_factory=Refusals)
 
 
 class Grants:
@@ -36,17 +39,17 @@ class Grants:
 
     def issue(
         self, owner: Owner, *, writes: bool = True, owns: bool = True
-    ) -> tuple[str, Callable[[], None]]:
-        """A new token for a run of `owner`, and the function that revokes it."""
+    ) -> tuple[str, Callable[[], None], Grant]:
+        """A new token for a run of `owner`, the function that revokes it, and the grant."""
         token = secrets.token_urlsafe(32)
-        self._by_token[token] = Grant(owner, writes, owns)
+        grant = self._by_token[token] = Grant(owner, writes, owns)
 
         def revoke() -> None:
             grant = self._by_token.pop(token, None)
             if grant is not None:
                 grant.revoked.set()
 
-        return token, revoke
+        return token, revoke, grant
 
     def bearing(self, authorization: str) -> Grant | None:
         """The grant an `Authorization` header's bearer token names, if it is live."""

@@ -8,6 +8,8 @@ pipeline of rules (pipeline.py, one module per rule in rules/):
   dependent registry (writes.py), so drift of what a run made re-runs its owner.
 - GET and LIST of kinds the operator caches are answered from the cache;
   everything else is forwarded with the operator's own credentials.
+- The API server's RBAC refusals (403) are recorded for the run they answer,
+  so a failed task hidden by no_log still says what was refused.
 - Errors of the proxy's own are Kubernetes Status bodies, as the API server's are.
 """
 
@@ -75,14 +77,14 @@ class ApiProxy:
     def grant(self, owner: Owner, *, writes: bool = True, owns: bool = True) -> RunAccess:
         if self.bound_port is None:
             raise RuntimeError("the proxy is not started")
-        token, revoke = self._grants.issue(owner, writes=writes, owns=owns)
+        token, revoke, issued = self._grants.issue(owner, writes=writes, owns=owns)
         kubeconfig = build_kubeconfig(
             f"http://127.0.0.1:{self.bound_port}",
             name="ansible-operator-proxy",
             token=token,
             namespace=owner.namespace or None,
         )
-        return RunAccess(kubeconfig=kubeconfig, revoke=revoke)
+        return RunAccess(kubeconfig=kubeconfig, revoke=revoke, refusals=issued.refusals)
 
     # ----- lifecycle -----------------------------------------------------------
     def _new_session(self, config: KubeConfig) -> aiohttp.ClientSession:

@@ -17,13 +17,13 @@ import datetime
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ansible_operator.controller.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from ansible_operator.controller.reconcile import ObjectKey, ObjectReader, Outcome
 from ansible_operator.kube.api import Api
 from ansible_operator.kube.client import ApiError
-from ansible_operator.kube.types import Resource
+from ansible_operator.kube.types import Owner, Resource
 from ansible_operator.observability.metrics import Metrics
 from ansible_operator.project.admission import RunVariables
 from ansible_operator.project.reserved_vars import RefusedData
@@ -34,12 +34,20 @@ from ansible_operator.reconciler.annotations import AnnotationError, object_sett
 from ansible_operator.reconciler.events import record_event
 from ansible_operator.reconciler.status import ObjectGone, write_conditions
 from ansible_operator.runner.plan import new_ident
+from ansible_operator.runner.rbac_refusal import RbacRefusal, describe_all
 from ansible_operator.runner.result import RunResult
-from ansible_operator.runner.run import Runner, object_fields, plan_for
+from ansible_operator.runner.run import Runner, object_fields, owner_of, plan_for
 from ansible_operator.settings import Settings
 from ansible_operator.settings.precedence import effective
 
 log = logging.getLogger("ansible_operator.controller")
+
+
+class RefusedWatches(Protocol):
+    """The dependent watches (manager/dependents.py), as a reconcile asks them."""
+
+    def refused_watches(self, owner: Owner) -> list[RbacRefusal]:
+        """What RBAC refuses of the watches of the kinds `owner`'s runs wrote."""
 
 
 @dataclass
@@ -51,6 +59,7 @@ class Shared:
     metrics: Metrics
     runner: Runner  # does the Ansible runs (runner/host.py's RunnerHost)
     admission: WatchAdmission  # what of an object may reach its run, and how
+    dependents: RefusedWatches | None = None  # None: no dependent watches (`reconcile`)
 
 
 class AnsibleReconciler:
@@ -200,12 +209,15 @@ class AnsibleReconciler:
             self.gvk_label, "succeeded" if result.succeeded else "failed"
         ).inc()
         if result.succeeded:
+            watched = self._dependents_watched(obj)
             if self.writes_status:
                 assert ansible_result is not None
                 with contextlib.suppress(ObjectGone):
                     await self._write_status(
-                        obj, conditions.succeeded(ansible_result, generation_of(obj))
+                        obj, conditions.succeeded(ansible_result, generation_of(obj)) + watched
                     )
+            if watched and watched[0].status == "False":
+                await self._event(obj, "DependentWatchForbidden", watched[0].message, warning=True)
             if previously_failed:
                 await self._event(
                     obj, "ReconcileSucceeded", "Reconciliation succeeded after earlier failures"
@@ -223,6 +235,22 @@ class AnsibleReconciler:
         if result.requeue_after is not None:
             return Outcome(requeue_after=result.requeue_after, run=result)
         return Outcome(retry=True, run=result)
+
+    def _dependents_watched(self, obj: dict[str, Any]) -> list[conditions.Condition]:
+        """`DependentsWatched` False while RBAC refuses to watch a kind this
+        object's runs made (their drift would go unseen); True once it no
+        longer does; nothing for an object that never had it."""
+        dependents = self.shared.dependents
+        refused = dependents.refused_watches(owner_of(self.watch, obj)) if dependents else []
+        if refused:
+            message = (
+                f"the operator cannot watch what this object's runs made, so a change to them "
+                f"goes unseen: {describe_all(refused)}"
+            )
+            return [conditions.dependents_watched(message)]
+        if conditions.condition(obj.get("status"), conditions.DEPENDENTS_WATCHED) is not None:
+            return [conditions.dependents_watched(None)]
+        return []
 
     async def _fail(
         self,

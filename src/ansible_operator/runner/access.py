@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ansible_operator.kube.types import Owner
+from ansible_operator.runner.rbac_refusal import Refusals
 
 
 @dataclass
@@ -20,6 +21,8 @@ class RunAccess:
     kubeconfig: dict[str, Any] | None = None  # written privately into the run directory
     env: dict[str, str] = field(default_factory=dict)
     revoke: Callable[[], None] = lambda: None
+    # The RBAC refusals the API server answered the run's requests with (the proxy's record).
+    refusals: Refusals = field(default_factory=Refusals)
 
 
 class AccessProvider(Protocol):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ansible_operator.runner.event_plugin import OUTPUT_SIZE_FIELD
-from ansible_operator.runner.rbac_refusal import rbac_refusal
+from ansible_operator.runner.rbac_refusal import Refusals, describe_all, rbac_refusal
 from ansible_operator.runner.redaction import SENSITIVE_EVENT, Redactor
 
 # The task actions the Go operator reads a requeue period from.
@@ -121,6 +121,8 @@ class EventFold:
     requeue_after: float | None = None
     events: int = 0
     last_task: str = ""
+    # The RBAC refusals the proxy saw for the run (a no_log task's say nothing else).
+    refusals: Refusals = field(default_factory=Refusals)
 
     def add(self, event: Mapping[str, Any]) -> None:
         self.events += 1
@@ -133,7 +135,11 @@ class EventFold:
         elif kind in ("runner_on_failed", "runner_on_unreachable"):
             if data.get("ignore_errors"):
                 return
-            self.failed_tasks.append(failed_task(data, unreachable=kind == "runner_on_unreachable"))
+            self.failed_tasks.append(
+                failed_task(
+                    data, unreachable=kind == "runner_on_unreachable", refusals=self.refusals
+                )
+            )
         elif kind in REQUEUE_EVENTS and self.requeue_after is None:
             self.requeue_after = requeue_period(data)
 
@@ -219,13 +225,20 @@ def task_started(event: Mapping[str, Any]) -> str | None:
     return str((event.get("event_data") or {}).get("task", ""))
 
 
-def failed_task(data: Mapping[str, Any], *, unreachable: bool = False) -> FailedTask:
+def failed_task(
+    data: Mapping[str, Any], *, unreachable: bool = False, refusals: Refusals | None = None
+) -> FailedTask:
+    """The task a failed event names, and why it failed. A 403 for RBAC says
+    what to allow instead of the API's JSON; so does a no_log task's, whose
+    refusal only the proxy's record (`refusals`) knows."""
     result = data.get("res") or {}
     message = ""
+    censored = False
     if isinstance(result, Mapping):
         message = str(result.get("msg") or "")
         if not message and result.get("censored"):
             message = NO_LOG_MESSAGE
+            censored = True
         if not message:
             message = str(result.get("stderr") or result.get("reason") or "")
         if not message and isinstance(result.get("results"), list):
@@ -238,6 +251,11 @@ def failed_task(data: Mapping[str, Any], *, unreachable: bool = False) -> Failed
     refusal = rbac_refusal(message)
     if refusal is not None:  # the API's raw 403 says less than what to change
         message = refusal.describe()
+    elif refusals is not None and (seen := refusals.between(data.get("start"), data.get("end"))):
+        # What the task's output does not say (hidden, or quoted otherwise),
+        # the proxy saw: the API server's refusal, never a value of the task.
+        hidden = " (its output is hidden by no_log; the operator's API proxy saw this)"
+        message = describe_all(seen) + (hidden if censored else "")
     return FailedTask(
         task=str(data.get("task", "")),
         path=str(data.get("task_path", "")),

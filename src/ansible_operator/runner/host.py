@@ -43,7 +43,7 @@ from ansible_operator.runner.configuration import (
     host_rotates,
 )
 from ansible_operator.runner.disk_budget import RESCAN_INTERVAL, DiskBudget, Limits, Pruned
-from ansible_operator.runner.events import OutputGuard, RunSummary
+from ansible_operator.runner.events import EventFold, OutputGuard, RunSummary
 from ansible_operator.runner.launcher import Launcher, ReferenceLauncher
 from ansible_operator.runner.plan import RunPlan
 from ansible_operator.runner.process import execute
@@ -158,11 +158,15 @@ class RunnerHost:
         mode = await self.launcher.mode()
         access = self.access.grant(plan.owner, writes=plan.writes, owns=plan.owns)
         # What the run must not let out: its credentials, then what its events teach.
-        redactor = Redactor()
+        redactor = Redactor(public=(plan.owner.namespace, plan.owner.name))
         for credential in credentials(access.kubeconfig):
             redactor.add(credential)
         # Written by `handle` alone, for each event; the process only reads it.
-        summary = RunSummary(redactor=redactor, guard=OutputGuard(settings.runs.max_run_output))
+        summary = RunSummary(
+            redactor=redactor,
+            guard=OutputGuard(settings.runs.max_run_output),
+            fold=EventFold(refusals=access.refusals),
+        )
         task_log = TaskLogger(
             settings.ansible.log_events,
             plan.described,
