@@ -1,5 +1,7 @@
 """`ansible-operator reconcile`: one object's reconcile, run by hand, with
-Ansible's own output live and the resulting conditions."""
+Ansible's own output live and the resulting conditions; the object itself left
+alone unless --write-status, never created unless --create, a preview
+(--check) that cannot write, and API errors as one line."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from kubernetes import client
 
 from ansible_operator.cluster import Cluster
 from ansible_operator.testing.reading import config_map
-from ansible_operator.testing.waiting import get_custom
+from ansible_operator.testing.waiting import condition_of, get_custom
 
 pytestmark = pytest.mark.cluster
 
@@ -48,7 +50,7 @@ def greeting(name: str, **spec: str) -> dict:
     }
 
 
-def test_reconcile_a_file_shows_tasks_live_and_the_conditions(
+def test_reconcile_a_file_shows_tasks_live_and_the_conditions_it_would_write(
     kube_cluster: Cluster,
     test_crds: None,
     kube_api: client.ApiClient,
@@ -57,6 +59,7 @@ def test_reconcile_a_file_shows_tasks_live_and_the_conditions(
 ) -> None:
     result = reconcile(
         kube_cluster,
+        "--create",
         "-n",
         kube_namespace,
         obj=greeting("by-hand", greetingMessage="hi"),
@@ -65,9 +68,45 @@ def test_reconcile_a_file_shows_tasks_live_and_the_conditions(
     assert result.returncode == 0, result.stdout + result.stderr
     assert "TASK [greeting : Write the greeting ConfigMap]" in result.stdout
     assert "PLAY RECAP" in result.stdout
-    assert "Successful     True" in result.stdout
+    assert "conditions this run would write (not written: pass --write-status" in result.stdout
+    assert "Successful         True" in result.stdout
+    assert "would write finalizer added: test.ansible-operator.io/cleanup" in result.stdout
     assert "reconcile of Greeting by-hand succeeded" in result.stdout
+    # What the role does is done; the object (an operator may be reconciling it) is left alone.
     assert config_map(kube_api, kube_namespace, "by-hand-greeting")["message"] == "hi!"
+    left = get_custom(kube_api, GROUP, VERSION, "greetings", kube_namespace, "by-hand")
+    assert "conditions" not in (left.get("status") or {})
+    assert not left["metadata"].get("finalizers")
+
+
+def test_a_file_naming_an_object_not_there_creates_nothing(
+    kube_cluster: Cluster,
+    test_crds: None,
+    kube_api: client.ApiClient,
+    kube_namespace: str,
+    tmp_path: Path,
+) -> None:
+    result = reconcile(
+        kube_cluster, "-n", kube_namespace, obj=greeting("absent"), tmp_path=tmp_path
+    )
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"ansible-operator: Greeting absent in namespace {kube_namespace} does not exist; "
+        "`reconcile -f` never creates what you did not ask it to: create it (kubectl apply "
+        f"-f {tmp_path / 'object.yaml'}) or pass --create"
+    ]
+    assert get_custom(kube_api, GROUP, VERSION, "greetings", kube_namespace, "absent") is None
+
+
+def test_a_namespace_not_there_is_one_line(
+    kube_cluster: Cluster, test_crds: None, tmp_path: Path
+) -> None:
+    result = reconcile(
+        kube_cluster, "--create", "-n", "no-such-ns", obj=greeting("x"), tmp_path=tmp_path
+    )
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == ["ansible-operator: namespace no-such-ns does not exist"]
+    assert "Traceback" not in result.stdout + result.stderr
 
 
 def test_a_failing_reconcile_exits_non_zero_with_the_task_message(
@@ -75,6 +114,8 @@ def test_a_failing_reconcile_exits_non_zero_with_the_task_message(
 ) -> None:
     result = reconcile(
         kube_cluster,
+        "--create",
+        "--write-status",
         "-n",
         kube_namespace,
         obj=greeting("sad", failWith="disk full"),
@@ -83,28 +124,40 @@ def test_a_failing_reconcile_exits_non_zero_with_the_task_message(
     assert result.returncode == 1
     assert 'FAILED: task "Fail when asked to" (' in result.stdout  # its file:line, then
     assert ") failed: disk full" in result.stdout
-    assert "Failure        True" in result.stdout
+    assert "Failure            True" in result.stdout
 
 
-def test_check_mode_writes_nothing(
+def test_a_preview_writes_nothing_and_shows_the_change_without_bookkeeping(
     kube_cluster: Cluster,
     test_crds: None,
     kube_api: client.ApiClient,
     kube_namespace: str,
     tmp_path: Path,
 ) -> None:
+    custom = client.CustomObjectsApi(kube_api)
+    custom.create_namespaced_custom_object(
+        GROUP, VERSION, kube_namespace, "greetings", greeting("dry", greetingMessage="x")
+    )
+    made = reconcile(kube_cluster, "Greeting/dry", "-n", kube_namespace, tmp_path=tmp_path)
+    assert made.returncode == 0, made.stdout + made.stderr
+    before = get_custom(kube_api, GROUP, VERSION, "greetings", kube_namespace, "dry")
+
     result = reconcile(
         kube_cluster,
         "--check",
         "-n",
         kube_namespace,
-        obj=greeting("dry", greetingMessage="x"),
+        obj=greeting("dry", greetingMessage="y"),
         tmp_path=tmp_path,
     )
+
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "check mode: nothing was written" in result.stdout
-    assert config_map(kube_api, kube_namespace, "dry-greeting") is None
-    assert get_custom(kube_api, GROUP, VERSION, "greetings", kube_namespace, "dry") is None
+    assert "(preview: nothing was written)" in result.stdout
+    assert "-  message: x!\n+  message: y!" in result.stdout
+    assert "managedFields" not in result.stdout and "resourceVersion" not in result.stdout
+    assert config_map(kube_api, kube_namespace, "dry-greeting")["message"] == "x!"
+    after = get_custom(kube_api, GROUP, VERSION, "greetings", kube_namespace, "dry")
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
 
 
 def test_reconcile_an_object_already_in_the_cluster_by_kind_and_name(
@@ -117,9 +170,13 @@ def test_reconcile_an_object_already_in_the_cluster_by_kind_and_name(
     client.CustomObjectsApi(kube_api).create_namespaced_custom_object(
         GROUP, VERSION, kube_namespace, "greetings", greeting("there", greetingMessage="yo")
     )
-    result = reconcile(kube_cluster, "Greeting/there", "-n", kube_namespace, tmp_path=tmp_path)
+    result = reconcile(
+        kube_cluster, "Greeting/there", "-n", kube_namespace, "--write-status", tmp_path=tmp_path
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert config_map(kube_api, kube_namespace, "there-greeting")["message"] == "yo!"
+    written = get_custom(kube_api, GROUP, VERSION, "greetings", kube_namespace, "there")
+    assert condition_of(written, "Successful")["status"] == "True"
 
 
 def test_unknown_kind_is_a_clear_error(kube_cluster: Cluster, tmp_path: Path) -> None:

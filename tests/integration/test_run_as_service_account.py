@@ -177,7 +177,7 @@ def test_reconcile_as_the_service_account_applies_as_you_and_runs_as_it(
     result = subprocess.run(
         [
             *(sys.executable, "-m", "ansible_operator.cli", "reconcile"),
-            *("-f", "webapp.yaml", "-n", kube_namespace, "--as", identity),
+            *("-f", "webapp.yaml", "--create", "-n", kube_namespace, "--as", identity),
         ],
         cwd=project,
         env={**os.environ, "KUBECONFIG": str(kube_cluster.kubeconfig)},

@@ -25,6 +25,8 @@ class Grant:
     # False: the run owns nothing it writes, follows no dependent, reads past the
     # cache (an admission run, whose answer must not rest on a watch's state).
     owns: bool = True
+    # True: a preview (`reconcile --check`): writes go only as server-side dry runs.
+    dry_run: bool = False
     # Set when the run ends: the streams it opened close (until_revoked).
     revoked: asyncio.Event = field(default_factory=asyncio.Event)
     # The RBAC refusals the API server answered the run with (rules/refusals.py).
@@ -38,11 +40,11 @@ class Grants:
         self._by_token: dict[str, Grant] = {}
 
     def issue(
-        self, owner: Owner, *, writes: bool = True, owns: bool = True
+        self, owner: Owner, *, writes: bool = True, owns: bool = True, dry_run: bool = False
     ) -> tuple[str, Callable[[], None], Grant]:
         """A new token for a run of `owner`, the function that revokes it, and the grant."""
         token = secrets.token_urlsafe(32)
-        grant = self._by_token[token] = Grant(owner, writes, owns)
+        grant = self._by_token[token] = Grant(owner, writes, owns, dry_run)
 
         def revoke() -> None:
             grant = self._by_token.pop(token, None)

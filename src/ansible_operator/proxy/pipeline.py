@@ -27,7 +27,7 @@ RULES: tuple[Rule, ...] = (
     authenticate,  # 401 without a live run's token
     refuse_other_identities,  # 403 for Impersonate-* and X-Remote-* headers
     check_path,  # 400 for a path two decoders could read differently
-    refuse_writes_of_read_only_runs,  # 403 for a write or upgrade of a read-only run
+    refuse_writes_of_read_only_runs,  # 403 for a write of a read-only run, or a preview's not dry
     record_refusals,  # the API server's RBAC refusals recorded for the run
     relay_tunnels,  # exec, attach, port-forward: a WebSocket relayed to its end
     read_body,  # 400 for a body that cannot be read

@@ -74,10 +74,12 @@ class ApiProxy:
         self._runner: web.AppRunner | None = None
 
     # ----- per-run access (the AccessProvider the reconciler uses) -----------
-    def grant(self, owner: Owner, *, writes: bool = True, owns: bool = True) -> RunAccess:
+    def grant(
+        self, owner: Owner, *, writes: bool = True, owns: bool = True, dry_run: bool = False
+    ) -> RunAccess:
         if self.bound_port is None:
             raise RuntimeError("the proxy is not started")
-        token, revoke, issued = self._grants.issue(owner, writes=writes, owns=owns)
+        token, revoke, issued = self._grants.issue(owner, writes=writes, owns=owns, dry_run=dry_run)
         kubeconfig = build_kubeconfig(
             f"http://127.0.0.1:{self.bound_port}",
             name="ansible-operator-proxy",

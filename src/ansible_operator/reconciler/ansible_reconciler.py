@@ -43,6 +43,13 @@ from ansible_operator.settings.precedence import effective
 log = logging.getLogger("ansible_operator.controller")
 
 
+class WouldWrite(Protocol):
+    """Told, in place of the write, what a reconcile that leaves its object alone
+    would have written to it (`reconcile` without --write-status)."""
+
+    def __call__(self, what: str, detail: Any) -> None: ...
+
+
 class RefusedWatches(Protocol):
     """The dependent watches (manager/dependents.py), as a reconcile asks them."""
 
@@ -60,6 +67,9 @@ class Shared:
     runner: Runner  # does the Ansible runs (runner/host.py's RunnerHost)
     admission: WatchAdmission  # what of an object may reach its run, and how
     dependents: RefusedWatches | None = None  # None: no dependent watches (`reconcile`)
+    # Set: the object's status, finalizers and Events are left alone, and this
+    # hears what would have been written instead (`reconcile` without --write-status).
+    would_write: WouldWrite | None = None
 
 
 class AnsibleReconciler:
@@ -75,12 +85,20 @@ class AnsibleReconciler:
 
     @property
     def writes_status(self) -> bool:
-        return self.watch.manage_status and not self.shared.settings.ansible.check_mode
+        """Our conditions go to the object (or, left alone, to `would_write`)."""
+        if self.shared.would_write is not None:
+            return self.watch.manage_status
+        return self.watch.manage_status and not self.dry_run
 
     @property
     def dry_run(self) -> bool:
-        """Check mode (`reconcile --check`): Ansible in check mode, and we write nothing."""
-        return self.shared.settings.ansible.check_mode
+        """Nothing written to the object: check mode (`reconcile --check`: Ansible in
+        check mode), or a local run told to leave it alone (`would_write`)."""
+        return self.shared.settings.ansible.check_mode or self.shared.would_write is not None
+
+    def _would(self, what: str, detail: Any) -> None:
+        if self.shared.would_write is not None:
+            self.shared.would_write(what, detail)
 
     # ----- one reconcile -----------------------------------------------------
     async def reconcile(self, key: ObjectKey) -> Outcome:
@@ -121,6 +139,8 @@ class AnsibleReconciler:
         # Annotation over watch over flag, resolved once for the run and the requeue.
         resolved = effective(self.watch, settings.runs, settings.ansible, annotated)
 
+        if not deleting and finalizer is not None and not has_finalizer(obj, finalizer.name):
+            self._would("finalizer added", finalizer.name)
         if (
             not deleting
             and not self.dry_run
@@ -165,6 +185,8 @@ class AnsibleReconciler:
             await asyncio.shield(self._interrupted(obj))
             raise
 
+        if deleting and finalizer is not None and result.succeeded and self.dry_run:
+            self._would("finalizer removed", finalizer.name)
         if deleting and finalizer is not None and result.succeeded and not self.dry_run:
             log.info(
                 "finalizer run succeeded, removing finalizer %s %s",
@@ -273,6 +295,7 @@ class AnsibleReconciler:
     async def _event(
         self, obj: dict[str, Any], reason: str, message: str, *, warning: bool = False
     ) -> None:
+        self._would("Event", (("Warning" if warning else "Normal"), reason, message))
         if not self.dry_run:
             await record_event(self.shared.api, obj, reason, message, warning=warning)
 
@@ -302,6 +325,9 @@ class AnsibleReconciler:
         """`known`: the object as last seen, else the cache's (the role's writes through the
         proxy are in it): tried before a read (status.py)."""
         metadata = obj["metadata"]
+        if self.shared.would_write is not None and self.watch.manage_status:
+            self._would("status", updates)
+            return
         namespace = metadata.get("namespace")
         await write_conditions(
             self.shared.api,

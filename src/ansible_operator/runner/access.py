@@ -28,5 +28,8 @@ class RunAccess:
 class AccessProvider(Protocol):
     # writes=False: the run may only read (an admission run that must not write);
     # owns=False: what it writes is not marked as the owner's, nor followed as its
-    # dependents, and its reads are not served from the cache (an admission run).
-    def grant(self, owner: Owner, *, writes: bool = True, owns: bool = True) -> RunAccess: ...
+    # dependents, and its reads are not served from the cache (an admission run);
+    # dry_run=True: a preview, whose every write must be a server-side dry run.
+    def grant(
+        self, owner: Owner, *, writes: bool = True, owns: bool = True, dry_run: bool = False
+    ) -> RunAccess: ...
