@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from greetings import GROUP, OPERATOR, VERSION
 from kubernetes import client
 
 from ansible_operator.cluster import Cluster
-from ansible_operator.testing.reading import config_map
+from ansible_operator.testing.reading import config_map, events_for
 from ansible_operator.testing.waiting import condition_of, get_custom
 
 pytestmark = pytest.mark.cluster
@@ -183,3 +184,38 @@ def test_unknown_kind_is_a_clear_error(kube_cluster: Cluster, tmp_path: Path) ->
     result = reconcile(kube_cluster, "Widget/x", tmp_path=tmp_path)
     assert result.returncode == 2
     assert "Widget" in result.stderr and "Greeting" in result.stderr
+
+
+@pytest.mark.skipif(
+    tuple(int(p) for p in version("ansible-core").split(".")[:2]) < (2, 19),
+    reason="ansible-core 2.18 renders the number as text already",
+)
+def test_a_number_where_kubernetes_wants_a_string_is_sent_as_218s_with_a_warning(
+    kube_cluster: Cluster,
+    test_crds: None,
+    kube_api: client.ApiClient,
+    kube_namespace: str,
+    tmp_path: Path,
+) -> None:
+    """ansible-core 2.19+ renders `{{ count | int + 1 }}` as a number, which the API
+    server refuses in a label and in ConfigMap data: the role keeps working."""
+    client.CustomObjectsApi(kube_api).create_namespaced_custom_object(
+        GROUP, VERSION, kube_namespace, "greetings", greeting("counted", count="2")
+    )
+    result = reconcile(
+        kube_cluster, "Greeting/counted", "-n", kube_namespace, "--write-status", tmp_path=tmp_path
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    made = client.CoreV1Api(kube_api).read_namespaced_config_map("counted-count", kube_namespace)
+    assert (made.data, made.metadata.labels) == ({"count": "3"}, {"count": "3"})
+    warned = [e for e in events_for(kube_api, kube_namespace, "counted") if e.type == "Warning"]
+    assert sorted(e.reason for e in warned) == ["StringFieldCoerced"] * 2
+    assert any(
+        e.message.startswith(
+            'task "Count the greetings, as a role written for ansible-core 2.18 does" '
+            "(roles/greeting/tasks/main.yml:"
+        )
+        and f"ConfigMap {kube_namespace}/counted-count data.count was the number 3" in e.message
+        and "add `| string` to it" in e.message
+        for e in warned
+    )

@@ -15,6 +15,7 @@ from typing import Any
 
 from ansible_operator.kube.types import Owner
 from ansible_operator.runner.rbac_refusal import Refusals
+from ansible_operator.runner.string_fields import Coercions
 
 
 @dataclass
@@ -31,6 +32,8 @@ class Grant:
     revoked: asyncio.Event = field(default_factory=asyncio.Event)
     # The RBAC refusals the API server answered the run with (rules/refusals.py).
     refusals: Refusals = field(default_factory=Refusals)
+    # The values sent as strings for it (rules/string_fields.py).
+    coercions: Coercions = field(default_factory=Coercions)
 
 
 class Grants:

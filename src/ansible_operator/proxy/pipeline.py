@@ -21,6 +21,7 @@ from ansible_operator.proxy.rules.owner_marks import mark_ownership
 from ansible_operator.proxy.rules.path import check_path
 from ansible_operator.proxy.rules.read_only import refuse_writes_of_read_only_runs
 from ansible_operator.proxy.rules.refusals import record_refusals
+from ansible_operator.proxy.rules.string_fields import coerce_string_fields_of_writes
 from ansible_operator.proxy.rules.tunnel import relay_tunnels
 
 RULES: tuple[Rule, ...] = (
@@ -33,6 +34,7 @@ RULES: tuple[Rule, ...] = (
     read_body,  # 400 for a body that cannot be read
     discover_kind,  # which kind the path names; 503 when discovery fails
     answer_from_cache,  # GET and LIST of a kind the operator watches
+    coerce_string_fields_of_writes,  # 2.19's numbers in labels, ConfigMap data: strings
     mark_ownership,  # what a run creates gets the owner's mark
     after_write,  # the dependent registry told; read-your-writes
 )

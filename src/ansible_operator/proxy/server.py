@@ -50,12 +50,15 @@ class ApiProxy:
         port: int = 8888,
         trace_configs: list[aiohttp.TraceConfig] | None = None,
         on_cache_hit: Callable[[], None] | None = None,
+        coerce_strings: bool = True,
     ) -> None:
         """`cache`: the operator's informers, which reads are answered from;
         `dependents`: told of every write (and which kinds a run may read
         from the cache); `on_cache_hit`: counts the reads the cache answered;
         `shard_labels` (a replica of a shard ring): what runs mark also gets
-        its owner's shard label (proxy/ownership.py)."""
+        its owner's shard label (proxy/ownership.py); `coerce_strings`: numbers and
+        booleans in string-only fields are sent as ansible-core 2.18's strings
+        (runner/string_fields.py)."""
         self.config = config
         self.mapper = mapper
         self.cache = cache
@@ -65,6 +68,7 @@ class ApiProxy:
         self.port = port
         self.trace_configs = trace_configs
         self.on_cache_hit = on_cache_hit
+        self.coerce_strings = coerce_strings
         self.bound_port: int | None = None
         # Requests sent on to the API server (tests read it: a refused request is never sent).
         self.stats = {"forwarded": 0}
@@ -86,7 +90,12 @@ class ApiProxy:
             token=token,
             namespace=owner.namespace or None,
         )
-        return RunAccess(kubeconfig=kubeconfig, revoke=revoke, refusals=issued.refusals)
+        return RunAccess(
+            kubeconfig=kubeconfig,
+            revoke=revoke,
+            refusals=issued.refusals,
+            coercions=issued.coercions,
+        )
 
     # ----- lifecycle -----------------------------------------------------------
     def _new_session(self, config: KubeConfig) -> aiohttp.ClientSession:
@@ -110,6 +119,7 @@ class ApiProxy:
             shard_labels=self.shard_labels,
             stats=self.stats,
             on_cache_hit=self.on_cache_hit,
+            coerce_strings=self.coerce_strings,
         )
         app = web.Application(client_max_size=64 * 2**20)
         app.router.add_route("*", "/{tail:.*}", self._handle)

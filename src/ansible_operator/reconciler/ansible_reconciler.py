@@ -185,6 +185,8 @@ class AnsibleReconciler:
             await asyncio.shield(self._interrupted(obj))
             raise
 
+        for coerced in result.coerced:
+            await self._event(obj, "StringFieldCoerced", coerced, warning=True)
         if deleting and finalizer is not None and result.succeeded and self.dry_run:
             self._would("finalizer removed", finalizer.name)
         if deleting and finalizer is not None and result.succeeded and not self.dry_run:

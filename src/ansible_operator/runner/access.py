@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from ansible_operator.kube.types import Owner
 from ansible_operator.runner.rbac_refusal import Refusals
+from ansible_operator.runner.string_fields import Coercions
 
 
 @dataclass
@@ -23,6 +24,8 @@ class RunAccess:
     revoke: Callable[[], None] = lambda: None
     # The RBAC refusals the API server answered the run's requests with (the proxy's record).
     refusals: Refusals = field(default_factory=Refusals)
+    # The numbers and booleans the proxy sent as strings for it (string_fields.py).
+    coercions: Coercions = field(default_factory=Coercions)
 
 
 class AccessProvider(Protocol):

@@ -17,6 +17,7 @@ from typing import Any
 from ansible_operator.runner.event_plugin import OUTPUT_SIZE_FIELD
 from ansible_operator.runner.rbac_refusal import Refusals, describe_all, rbac_refusal
 from ansible_operator.runner.redaction import SENSITIVE_EVENT, Redactor
+from ansible_operator.runner.string_fields import Coercions
 
 # The task actions the Go operator reads a requeue period from.
 REQUEUE_ACTIONS = frozenset({"requeue_after", "operator_sdk.util.requeue_after"})
@@ -123,6 +124,9 @@ class EventFold:
     last_task: str = ""
     # The RBAC refusals the proxy saw for the run (a no_log task's say nothing else).
     refusals: Refusals = field(default_factory=Refusals)
+    # The numbers and booleans the proxy sent as strings, and said per task (`coerced`).
+    coercions: Coercions = field(default_factory=Coercions)
+    coerced: list[str] = field(default_factory=list)
 
     def add(self, event: Mapping[str, Any]) -> None:
         self.events += 1
@@ -132,7 +136,9 @@ class EventFold:
             self.last_task = task
         elif kind == "playbook_on_stats":
             self.stats = Stats.from_event(data)
-        elif kind in ("runner_on_failed", "runner_on_unreachable"):
+        if kind in ("runner_on_ok", "runner_on_failed") and self.coercions.seen:
+            self._say_coerced(data)
+        if kind in ("runner_on_failed", "runner_on_unreachable"):
             if data.get("ignore_errors"):
                 return
             self.failed_tasks.append(
@@ -142,6 +148,22 @@ class EventFold:
             )
         elif kind in REQUEUE_EVENTS and self.requeue_after is None:
             self.requeue_after = requeue_period(data)
+
+    def _say_coerced(self, data: Mapping[str, Any]) -> None:
+        coerced = self.coercions.between(data.get("start"), data.get("end"))
+        if not coerced:
+            return
+        task = FailedTask(
+            task=str(data.get("task", "")), path=str(data.get("task_path", "")), action="",
+            message="",
+        )  # fmt: skip
+        where = f" ({short_location(task.path)})" if task.path else ""
+        for item in dict.fromkeys(coerced):
+            self.coerced.append(
+                f'task "{task.task or "?"}"{where}: {item.describe()}; ansible-core 2.19+ '
+                "keeps a template's type: add `| string` to it (`ansible-operator check` "
+                "names each such template)"
+            )
 
     def failure_message(self, redactor: Redactor) -> str:
         """The failed tasks, each with its file:line and message (`describe`),
@@ -211,6 +233,11 @@ class RunSummary:
     @property
     def last_task(self) -> str:
         return self.fold.last_task
+
+    @property
+    def coerced(self) -> tuple[str, ...]:
+        """What the proxy sent as strings for the run, per task, redacted."""
+        return tuple(bounded(self.redactor.text(line)) for line in self.fold.coerced)
 
     @property
     def failure_message(self) -> str:

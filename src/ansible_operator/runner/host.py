@@ -171,7 +171,7 @@ class RunnerHost:
         summary = RunSummary(
             redactor=redactor,
             guard=OutputGuard(settings.runs.max_run_output),
-            fold=EventFold(refusals=access.refusals),
+            fold=EventFold(refusals=access.refusals, coercions=access.coercions),
         )
         task_log = TaskLogger(
             settings.ansible.log_events,

@@ -15,11 +15,11 @@ task is shown, only what the API server denied).
 
 from __future__ import annotations
 
-import datetime
 import json
 import re
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from ansible_operator.runner.proxy_record import Timeline
 
 RBAC_FILE = "config/rbac/role.yaml"
 # A quote as the message carries it: bare, or escaped by JSON, then by a repr.
@@ -29,11 +29,6 @@ _REFUSAL = re.compile(
     rf"{_Q}(?P<resource>[^\"\\]+){_Q} in API group {_Q}(?P<group>[^\"\\]*){_Q} "
     rf"(?:in the namespace {_Q}(?P<namespace>[^\"\\]+){_Q}|at the cluster scope)"
 )
-# Refusals a run's record keeps (a role looping over thousands of refused
-# requests says no more with the rest).
-MAX_RECORDED = 100
-# Seconds either side of a task's times (each rounded to the microsecond).
-SLACK = 0.01
 
 
 @dataclass(frozen=True)
@@ -109,37 +104,6 @@ def refusal_in_answer(body: bytes | None) -> RbacRefusal | None:
     return rbac_refusal(status["message"])
 
 
-@dataclass
-class Refusals:
+class Refusals(Timeline[RbacRefusal]):
     """The RBAC refusals the API server answered a run's requests with, as the
-    proxy saw them, each with the wall-clock time it came (what a failed task's
-    start and end are compared with)."""
-
-    seen: list[tuple[float, RbacRefusal]] = field(default_factory=list)
-
-    def add(self, refusal: RbacRefusal, at: float | None = None) -> None:
-        if len(self.seen) < MAX_RECORDED:
-            self.seen.append((time.time() if at is None else at, refusal))
-
-    def between(self, start: object, end: object) -> list[RbacRefusal]:
-        """Those that came while a task ran (its event's `start` and `end`, ISO
-        times); every one when the task's times are not known."""
-        begun, ended = _moment(start), _moment(end)
-        if begun is None or ended is None:
-            return [refusal for _, refusal in self.seen]
-        return [refusal for at, refusal in self.seen if begun - SLACK <= at <= ended + SLACK]
-
-
-def _moment(value: object) -> float | None:
-    if isinstance(value, datetime.datetime):
-        moment = value
-    elif isinstance(value, str) and value:
-        try:
-            moment = datetime.datetime.fromisoformat(value)
-        except ValueError:
-            return None
-    else:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.UTC)
-    return moment.timestamp()
+    proxy saw them, each with the time it came (proxy_record.py)."""
