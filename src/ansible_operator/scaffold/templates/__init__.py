@@ -165,6 +165,45 @@ subjects:
     namespace: ${project}-system
 """
 
+METRICS_AUTH = """\
+# Metrics are served with --metrics-secure (HTTPS, as controller-runtime does):
+# the operator asks the API server who a scraper is (TokenReview) and whether it
+# may read /metrics (SubjectAccessReview). Bind ${project}-metrics-reader to
+# Prometheus' ServiceAccount to let it scrape.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: ${project}-metrics-auth
+rules:
+  - apiGroups: ["authentication.k8s.io"]
+    resources: ["tokenreviews"]
+    verbs: ["create"]
+  - apiGroups: ["authorization.k8s.io"]
+    resources: ["subjectaccessreviews"]
+    verbs: ["create"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: ${project}-metrics-auth
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: ${project}-metrics-auth
+subjects:
+  - kind: ServiceAccount
+    name: ${project}-controller-manager
+    namespace: ${project}-system
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: ${project}-metrics-reader
+rules:
+  - nonResourceURLs: ["/metrics"]
+    verbs: ["get"]
+"""
+
 MANAGER = """\
 # The operator's namespace and Deployment. One replica does the work; more
 # replicas wait on the leader-election Lease and take over when it expires.
@@ -208,6 +247,9 @@ spec:
             - --leader-election-id=${project}
             - --health-probe-bind-address=:6789
             - --metrics-bind-address=:8443
+            # HTTPS, for scrapers the API server says may read /metrics only
+            # (config/rbac/metrics_auth.yaml), as controller-runtime serves them.
+            - --metrics-secure
             - --graceful-shutdown-timeout=30s
           env:
             - name: WATCH_NAMESPACE
@@ -264,8 +306,10 @@ spec:
 # config/default/kustomization.yaml), as Operator SDK's scaffold has.
 PROMETHEUS_MONITOR = """\
 # Prometheus scrapes the operator's metrics Service (config/manager/manager.yaml).
-# Needs the Prometheus Operator's CRDs. Metrics are plain HTTP here; with
-# --metrics-secure, set scheme: https, a bearerTokenFile and tlsConfig.
+# Needs the Prometheus Operator's CRDs. Metrics are served over HTTPS to
+# authorised scrapers only (--metrics-secure): bind the ClusterRole
+# ${project}-metrics-reader (config/rbac/metrics_auth.yaml) to Prometheus'
+# ServiceAccount, whose token is sent below.
 apiVersion: monitoring.coreos.com/v1
 kind: ServiceMonitor
 metadata:
@@ -280,7 +324,12 @@ spec:
   endpoints:
     - path: /metrics
       port: metrics
-      scheme: http
+      scheme: https
+      bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
+      tlsConfig:
+        # The metrics certificate is self-signed unless --metrics-cert-path gives
+        # one; with a CA-issued certificate, set `ca` and `serverName` instead.
+        insecureSkipVerify: true
 """
 
 NETWORK_POLICY_METRICS = """\
@@ -605,6 +654,7 @@ resources:
   - role.yaml
   - role_binding.yaml
   - leader_election.yaml
+  - metrics_auth.yaml
 """
 )
 
