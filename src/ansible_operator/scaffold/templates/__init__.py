@@ -81,8 +81,11 @@ PYTEST_INI = """\
 # pytest's settings for this project's tests (`make test`).
 [pytest]
 testpaths = tests
-# pytest-asyncio warns while this is unset.
+# pytest-asyncio warns while this is unset (and pytest, without pytest-asyncio,
+# that it does not know it: that warning is silenced).
 asyncio_default_fixture_loop_scope = function
+filterwarnings =
+    ignore:Unknown config option. asyncio_default_fixture_loop_scope:pytest.PytestConfigWarning
 """
 
 TESTS_CONFTEST = '''\
