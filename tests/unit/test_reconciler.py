@@ -5,6 +5,7 @@ runner (runner/fake.py) and the API an in-memory store."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -303,3 +304,63 @@ async def test_a_failure_that_retries_is_reconciling_and_refused_data_is_stalled
     stalled = next(c for c in status["conditions"] if c["type"] == "Stalled")
     assert stalled["reason"] == "RefusedData" and "ansibleBecomeExe" in stalled["message"]
     assert status["observedGeneration"] == stalled["observedGeneration"] == 3
+
+
+class SummaryRole(FakeRunner):
+    """A role that sets its own summary `Ready` as k8s_status does: the object's
+    conditions merged by type and the whole list written, the operator's included."""
+
+    def __init__(self, setup_api: FakeApi, ready: str) -> None:
+        super().__init__()
+        self.api, self.ready = setup_api, ready
+
+    async def run(self, plan: Any) -> Any:
+        result = await super().run(plan)
+        stored = self.api.objects[(MEMCACHED.plural, KEY.namespace, KEY.name)]
+        listed = [c for c in stored["status"]["conditions"] if c["type"] != "Ready"]
+        own = {"type": "Ready", "status": self.ready, "reason": "Summary", "message": "mine"}
+        stored["status"]["conditions"] = [*listed, own]
+        written = {c["type"]: c for c in stored["status"]["conditions"]}
+        return dataclasses.replace(result, owner_conditions=written)
+
+
+@pytest.mark.parametrize("ready", ["True", "False"])
+async def test_a_role_that_sets_its_own_ready_keeps_it(ready: str) -> None:
+    """The samples' summary conditions (cluster-api's SetSummary) are the role's."""
+    setup = Setup(FakeRunner(), make_watch(), memcached())
+    setup.runner = setup.reconciler.shared.runner = SummaryRole(setup.api, ready)
+
+    await setup.reconcile()
+    assert setup.conditions()["Ready"] | {"status": ready} == setup.conditions()["Ready"]
+    assert (setup.conditions()["Ready"]["reason"], setup.conditions()["Successful"]["status"]) == (
+        "Summary",
+        "True",
+    )
+    # A new generation: the operator no longer writes Ready, not even at the run's start.
+    setup.stored()["metadata"]["generation"] = 4  # type: ignore[index]
+    written = len(setup.api.statuses)
+    await setup.reconcile()
+    assert all(
+        c["reason"] == "Summary"
+        for status in setup.api.statuses[written:]
+        for c in status["conditions"]
+        if c["type"] == "Ready"
+    )
+    assert setup.conditions()["Reconciling"]["status"] == "False"
+
+
+async def test_a_role_that_rewrites_the_operator_s_ready_unchanged_does_not_own_it() -> None:
+    """k8s_status writes the whole list back: the operator's Ready, as it was, is not the role's."""
+
+    class CopyingRole(FakeRunner):
+        async def run(self, plan: Any) -> Any:
+            result = await super().run(plan)
+            stored = setup.api.objects[(MEMCACHED.plural, KEY.namespace, KEY.name)]
+            written = {c["type"]: dict(c) for c in stored["status"]["conditions"]}
+            return dataclasses.replace(result, owner_conditions=written)
+
+    setup = Setup(CopyingRole(fake.succeeded(), fake.failed("x", "no")), make_watch(), memcached())
+    await setup.reconcile()
+    assert setup.conditions()["Ready"]["status"] == "True"
+    await setup.reconcile()  # fails: the operator's Ready follows
+    assert setup.conditions()["Ready"]["status"] == "False"

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import shutil
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -229,6 +230,8 @@ class RunnerHost:
             finally:
                 if self.disk is not None:  # cancelled or not: it is no longer in flight
                     await asyncio.to_thread(self._settle, plan, artifacts)
+        if access.owner_conditions:
+            result = dataclasses.replace(result, owner_conditions=dict(access.owner_conditions))
         if plan.capped:
             self._report(plan, result)
         return result
