@@ -312,7 +312,11 @@ class WorkQueue(Generic[T]):
         item, fair = self._next()
         queued = self._queued.pop(item)
         self._depth[queued.source] -= 1
-        self._compact()
+        if self._queued:
+            self._compact()
+        else:  # drained: nothing left behind for the items gone
+            self._by_priority.clear()
+            self._by_age.clear()
         self._processing.add(item)
         if self._queued:
             self._wake_one()  # more for another worker

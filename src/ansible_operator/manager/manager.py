@@ -27,6 +27,7 @@ from aiohttp import web
 
 from ansible_operator.controller.controller import Controller
 from ansible_operator.controller.handlers import request_for_object, run_stop_reason
+from ansible_operator.controller.priorities import event_source
 from ansible_operator.controller.reconcile import ObjectKey
 from ansible_operator.kube.cache import InformerCache
 from ansible_operator.kube.client import ApiClient
@@ -58,6 +59,7 @@ from ansible_operator.observability.metrics import Metrics
 from ansible_operator.project.watch_admission import WatchAdmission
 from ansible_operator.project.watches import Watch, Webhook
 from ansible_operator.proxy.server import ApiProxy
+from ansible_operator.reconciler.annotations import queue_priority
 from ansible_operator.reconciler.ansible_reconciler import AnsibleReconciler, Shared
 from ansible_operator.runner.host import RunnerHost
 from ansible_operator.runner.launcher import Launcher, ReferenceLauncher
@@ -557,6 +559,7 @@ class Manager:
             reconciler,
             workers=self._effective(watch).workers,
             metrics=self.metrics,
+            priority=watch.priority,
         )
         if self.share is not None:
             # The informer holds this replica's share only, and the reconciler
@@ -604,13 +607,19 @@ class _ForgetLeftNamespaces:
 def _primary_listener(controller: Controller, watch: Watch) -> EventListener:
     finalizer = watch.finalizer.name if watch.finalizer is not None else None
 
-    def on_event(event: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+    def on_event(
+        event: str, old: dict[str, Any] | None, new: dict[str, Any] | None, listed: bool
+    ) -> None:
+        if new is not None:  # its priority annotation, for this add and the later ones
+            controller.annotated(ObjectKey.of(new), queue_priority(new))
         key = request_for_object(event, old, new, watch_annotations=watch.watch_annotations_changes)
         if key is None:
             return
         stop_reason = run_stop_reason(event, new, finalizer)
         if stop_reason is not None:
             controller.stop_run(key, stop_reason)
-        controller.enqueue(key)
+        controller.enqueue(key, event_source(event, listed))
+        if event == "DELETED":
+            controller.annotated(key, 0)  # nothing of it kept
 
     return on_event
