@@ -133,7 +133,7 @@ async def test_a_successful_run_goes_running_then_successful_with_its_results() 
     assert {c["observedGeneration"] for c in kstatus_conditions(last)} == {3}
     result = setup.conditions()["Successful"]["ansibleResult"]
     assert (result["ok"], result["changed"], result["failures"]) == (4, 1, 0)
-    assert outcome == Outcome(requeue_after=36000.0)
+    assert outcome == Outcome(requeue_after=36000.0, periodic=True)
     assert len(setup.runner.seen) == 1
     assert setup.runner.seen[0].plan.role == Path("roles/memcached")
     # The outcome carries the run it made, named as the reconciler named it.
@@ -184,9 +184,9 @@ async def test_a_later_success_says_so_in_an_event() -> None:
     ("run", "watch_period", "annotation", "expected"),
     [
         (fake.succeeded(fake.requeue_after("30s")), 600.0, "2m", Outcome(requeue_after=30.0)),
-        (fake.succeeded(), 600.0, "2m", Outcome(requeue_after=120.0)),
-        (fake.succeeded(), 600.0, None, Outcome(requeue_after=600.0)),
-        (fake.succeeded(), None, None, Outcome(requeue_after=36000.0)),
+        (fake.succeeded(), 600.0, "2m", Outcome(requeue_after=120.0, periodic=True)),
+        (fake.succeeded(), 600.0, None, Outcome(requeue_after=600.0, periodic=True)),
+        (fake.succeeded(), None, None, Outcome(requeue_after=36000.0, periodic=True)),
         (fake.failed("t", "boom", fake.requeue_after("45s")), 600.0, None, Outcome(45.0)),
         (fake.failed("t", "boom"), 600.0, "2m", Outcome(retry=True)),
     ],

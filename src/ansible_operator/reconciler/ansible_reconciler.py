@@ -249,10 +249,9 @@ class AnsibleReconciler:
                 await self._event(
                     obj, "ReconcileSucceeded", "Reconciliation succeeded after earlier failures"
                 )
-            period = result.requeue_after  # the role's requeue_after wins
-            if period is None:
-                period = reconcile_period
-            return Outcome(requeue_after=period, run=result)
+            if result.requeue_after is not None:  # the role's requeue_after wins
+                return Outcome(requeue_after=result.requeue_after, run=result)
+            return Outcome(requeue_after=reconcile_period, periodic=True, run=result)
         await self._fail(
             obj,
             result.message,

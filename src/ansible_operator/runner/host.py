@@ -16,10 +16,10 @@ A run, in this order: what the launcher offers now (its RunMode), the proxy
 grant (what the plan may write and own; its credentials taught to the run's
 redactor), the event channel, the task log, the run's configuration
 (configuration.py, from the plan and the settings), its directory, a run
-slot when the plan is capped, `execute` (the launcher, the run's cgroup) and,
-whatever happens, the cleanup: channel closed, grant revoked, the run's
-secrets removed, the artifacts rotated. What differs between callers is data:
-the plan.
+slot when the plan is capped (by priority: slots.py), `execute` (the
+launcher, the run's cgroup) and, whatever happens, the cleanup: channel
+closed, grant revoked, the run's secrets removed, the artifacts rotated.
+What differs between callers is data: the plan.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from ansible_operator.runner.process import execute
 from ansible_operator.runner.receiver import EventReceiver, EventSink
 from ansible_operator.runner.redaction import Redactor
 from ansible_operator.runner.result import RunResult
+from ansible_operator.runner.slots import RunSlots
 from ansible_operator.runner.tasklog import TaskLogger
 from ansible_operator.settings import Settings
 
@@ -115,7 +116,8 @@ class RunnerHost:
         self.live_output = live_output
         self.shown: ShownOutput = shown or (lambda event, redactor: redactor.stdout(event))
         self.receiver = EventReceiver(scratch / "events.sock", on_metric=metrics.user_metric)
-        self._run_slots = asyncio.Semaphore(max_runs)
+        # Given by priority, the context's (slots.py): an edit's run before a list's.
+        self._run_slots = RunSlots(max_runs)
         self._run_groups: cgroups.RunGroups | None = None
         self._runner_dir: rundir.RunnerDirClaim | None = None
         self._in_flight: set[str] = set()  # idents whose artifacts must stay
@@ -243,7 +245,7 @@ class RunnerHost:
             yield
             return
         in_flight = self.metrics.runs_in_flight.labels(plan.label)
-        async with self._run_slots:
+        async with self._run_slots.held():
             in_flight.inc()
             try:
                 log.info("run started %s run=%s", plan.described, plan.ident)
