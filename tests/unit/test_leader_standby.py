@@ -10,6 +10,7 @@ import logging
 from typing import cast
 
 import pytest
+from fake_clock import elapse
 
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.manager.leader import LEASES, LeaderElector
@@ -57,7 +58,7 @@ async def test_a_released_lease_is_taken_as_soon_as_the_watch_says_so() -> None:
     api = holding("leader")
     elector = standby(api)
     acquiring = asyncio.create_task(elector.acquire())
-    await asyncio.sleep(1)
+    await elapse(1)
     assert not acquiring.done()  # held, and fresh
     released = api.held(LEASES, "lease", "ns")
     assert released is not None
@@ -92,7 +93,7 @@ async def test_without_watch_on_leases_a_standby_polls_every_retry_period(
     api.end_watch(LEASES, ApiError(403, "Forbidden", "cannot watch leases"))
     elector = standby(api)
     acquiring = asyncio.create_task(elector.acquire())
-    await asyncio.sleep(1)
+    await elapse(1)
     released = api.held(LEASES, "lease", "ns")
     assert released is not None
     released["spec"]["holderIdentity"] = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from fake_clock import elapse
 
 from ansible_operator.controller.queue import Backoff, ShutDown, WorkQueue
 
@@ -142,7 +143,7 @@ async def test_a_scheduled_add_comes_due_at_the_highest_priority_it_absorbed() -
     queue.add_after("a", 10, -100, "periodic")
     queue.add_after("a", 20, -50, "requeue")  # later: the earlier time stays, raised
     queue.add_after("b", 5, -100, "periodic")
-    await asyncio.sleep(11)
+    await elapse(11)
     first = await queue.take()
     assert (first.item, first.priority, first.source) == ("a", -50, "requeue")
     assert await queue.get() == "b"
@@ -151,9 +152,9 @@ async def test_a_scheduled_add_comes_due_at_the_highest_priority_it_absorbed() -
 async def test_the_wait_is_counted_from_when_the_item_reached_its_priority() -> None:
     queue: WorkQueue[str] = WorkQueue()
     queue.add("a", -100, "list")
-    await asyncio.sleep(60)
+    await elapse(60)
     queue.add("a", 0, "change")
-    await asyncio.sleep(2)
+    await elapse(2)
     handout = await queue.take()
     assert handout.waited == pytest.approx(2)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from fake_clock import elapse
 
 from ansible_operator.kube.client import ApiClient
 from ansible_operator.kube.discovery import RestMapper
@@ -79,7 +80,7 @@ async def test_five_hundred_unserved_kinds_cost_one_discovery_per_look_on_a_back
     scene = Scene(kinds=500)
     start = asyncio.get_running_loop().time()
     task = asyncio.create_task(scene.unserved.run())
-    await asyncio.sleep(3600)
+    await elapse(3600)
     task.cancel()
     looks = [round(at - start, 3) for at in scene.server.looks]
     assert looks == doubling_until(3600)
@@ -94,9 +95,9 @@ async def test_a_kind_that_appears_is_watched_at_the_next_look_and_the_backoff_s
     scene = Scene(kinds=3)
     start = asyncio.get_running_loop().time()
     task = asyncio.create_task(scene.unserved.run())
-    await asyncio.sleep(40)  # looks at 10 and 30; the next is due at 70
+    await elapse(40)  # looks at 10 and 30; the next is due at 70
     scene.server.served.add("Absent1")
-    await asyncio.sleep(101)
+    await elapse(101)
     assert [(kind, round(at - start, 3)) for kind, at in scene.started] == [("Absent1", 70)]
     # After an appearance: 10s again (CRDs arrive together), then doubling.
     assert [round(at - start, 3) for at in scene.server.looks] == [10, 30, 70, 80, 100, 140]
@@ -108,7 +109,7 @@ async def test_a_discovery_made_meanwhile_is_used_at_once() -> None:
     scene = Scene(kinds=2)
     start = asyncio.get_running_loop().time()
     task = asyncio.create_task(scene.unserved.run())
-    await asyncio.sleep(12)
+    await elapse(12)
     scene.server.served.add("Absent0")
     # A run asks the proxy about a kind it has never seen: the mapper discovers.
     await scene.mapper.refresh()
