@@ -11,9 +11,12 @@ import asyncio
 import secrets
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ansible_operator.kube.types import Owner
+
+if TYPE_CHECKING:
+    from ansible_operator.runner.run_trace import RunTrace
 
 
 @dataclass
@@ -26,6 +29,11 @@ class Grant:
     owns: bool = True
     # Set when the run ends: the streams it opened close (until_revoked).
     revoked: asyncio.Event = field(default_factory=asyncio.Event)
+    # With tracing on: the run's trace, given each request's span (rules/trace.py).
+    trace: RunTrace | None = None
+
+    def traced(self, trace: RunTrace) -> None:
+        self.trace = trace
 
 
 class Grants:
@@ -36,17 +44,17 @@ class Grants:
 
     def issue(
         self, owner: Owner, *, writes: bool = True, owns: bool = True
-    ) -> tuple[str, Callable[[], None]]:
-        """A new token for a run of `owner`, and the function that revokes it."""
+    ) -> tuple[str, Grant, Callable[[], None]]:
+        """A new token for a run of `owner`, its grant, and the function that revokes it."""
         token = secrets.token_urlsafe(32)
-        self._by_token[token] = Grant(owner, writes, owns)
+        grant = self._by_token[token] = Grant(owner, writes, owns)
 
         def revoke() -> None:
-            grant = self._by_token.pop(token, None)
-            if grant is not None:
-                grant.revoked.set()
+            held = self._by_token.pop(token, None)
+            if held is not None:
+                held.revoked.set()
 
-        return token, revoke
+        return token, grant, revoke
 
     def bearing(self, authorization: str) -> Grant | None:
         """The grant an `Authorization` header's bearer token names, if it is live."""

@@ -77,14 +77,14 @@ class ApiProxy:
     def grant(self, owner: Owner, *, writes: bool = True, owns: bool = True) -> RunAccess:
         if self.bound_port is None:
             raise RuntimeError("the proxy is not started")
-        token, revoke = self._grants.issue(owner, writes=writes, owns=owns)
+        token, grant, revoke = self._grants.issue(owner, writes=writes, owns=owns)
         kubeconfig = build_kubeconfig(
             f"http://127.0.0.1:{self.bound_port}",
             name="ansible-operator-proxy",
             token=token,
             namespace=owner.namespace or None,
         )
-        return RunAccess(kubeconfig=kubeconfig, revoke=revoke)
+        return RunAccess(kubeconfig=kubeconfig, revoke=revoke, traced=grant.traced)
 
     # ----- lifecycle -----------------------------------------------------------
     def _new_session(self, config: KubeConfig) -> aiohttp.ClientSession:

@@ -25,6 +25,7 @@ from ansible_operator.kube.api import Api
 from ansible_operator.kube.client import ApiError
 from ansible_operator.kube.types import Resource
 from ansible_operator.observability.metrics import Metrics
+from ansible_operator.observability.tracing import OFF, Tracing
 from ansible_operator.project.admission import RunVariables
 from ansible_operator.project.reserved_vars import RefusedData
 from ansible_operator.project.watch_admission import WatchAdmission
@@ -33,6 +34,7 @@ from ansible_operator.reconciler import conditions
 from ansible_operator.reconciler.annotations import AnnotationError, object_settings
 from ansible_operator.reconciler.events import record_event
 from ansible_operator.reconciler.status import ObjectGone, write_conditions
+from ansible_operator.reconciler.traced import reconcile_failed, traced
 from ansible_operator.runner.plan import new_ident
 from ansible_operator.runner.result import RunResult
 from ansible_operator.runner.run import Runner, object_fields, plan_for
@@ -51,6 +53,7 @@ class Shared:
     metrics: Metrics
     runner: Runner  # does the Ansible runs (runner/host.py's RunnerHost)
     admission: WatchAdmission  # what of an object may reach its run, and how
+    tracing: Tracing = OFF  # a trace per reconcile (reconciler/traced.py), when on
 
 
 class AnsibleReconciler:
@@ -79,6 +82,12 @@ class AnsibleReconciler:
         if cached is None:
             self._forget(key)
             return Outcome()
+        tracing = self.shared.tracing
+        if tracing.tracer is not None:
+            return await traced(tracing, self.watch, cached, lambda: self._reconcile(key, cached))
+        return await self._reconcile(key, cached)
+
+    async def _reconcile(self, key: ObjectKey, cached: dict[str, Any]) -> Outcome:
         deleting = bool(cached["metadata"].get("deletionTimestamp"))
         finalizer = self.watch.finalizer
         if deleting and (finalizer is None or not has_finalizer(cached, finalizer.name)):
@@ -234,6 +243,7 @@ class AnsibleReconciler:
         stalled: bool = False,
     ) -> None:
         log.error("reconcile failed %s reason=%s message=%r", object_fields(obj), reason, message)
+        reconcile_failed(reason, message)
         if self.writes_status:
             failure = conditions.failed(
                 message, ansible_result, reason, generation=generation_of(obj), stalled=stalled

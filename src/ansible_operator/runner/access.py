@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ansible_operator.kube.types import Owner
+
+if TYPE_CHECKING:
+    from ansible_operator.runner.run_trace import RunTrace
 
 
 @dataclass
@@ -20,6 +23,8 @@ class RunAccess:
     kubeconfig: dict[str, Any] | None = None  # written privately into the run directory
     env: dict[str, str] = field(default_factory=dict)
     revoke: Callable[[], None] = lambda: None
+    # With tracing on: the run's trace, which the proxy adds each request's span to.
+    traced: Callable[[RunTrace], None] = lambda _trace: None
 
 
 class AccessProvider(Protocol):

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ansible_operator.observability.metrics import Metrics
+from ansible_operator.observability.tracing import OFF, Tracing
 from ansible_operator.runner import cgroups, disk_budget, rundir
 from ansible_operator.runner.access import AccessProvider
 from ansible_operator.runner.configuration import (
@@ -50,6 +51,7 @@ from ansible_operator.runner.process import execute
 from ansible_operator.runner.receiver import EventReceiver, EventSink
 from ansible_operator.runner.redaction import Redactor
 from ansible_operator.runner.result import RunResult
+from ansible_operator.runner.run_trace import run_outcome, start_run_trace
 from ansible_operator.runner.tasklog import TaskLogger
 from ansible_operator.settings import Settings
 
@@ -100,6 +102,7 @@ class RunnerHost:
         launcher: Launcher | None = None,  # how runs are started (launcher.py)
         contain: bool = True,  # a cgroup per run, where the operator may make them
         live_output: LiveOutput | None = None,  # `reconcile`: Ansible's own output
+        tracing: Tracing = OFF,  # spans of runs, tasks and API requests (observability/)
     ) -> None:
         self.settings = settings
         self.access = access
@@ -109,6 +112,7 @@ class RunnerHost:
         self.launcher: Launcher = launcher if launcher is not None else ReferenceLauncher()
         self.contain = contain
         self.live_output = live_output
+        self.tracing = tracing
         self.receiver = EventReceiver(scratch / "events.sock", on_metric=metrics.user_metric)
         self._run_slots = asyncio.Semaphore(max_runs)
         self._run_groups: cgroups.RunGroups | None = None
@@ -170,10 +174,15 @@ class RunnerHost:
             redactor=redactor,
         )
         live_output = self.live_output
+        trace = start_run_trace(self.tracing, plan, redactor)  # None: tracing off
+        if trace is not None:
+            access.traced(trace)
 
         def handle(event: dict[str, Any]) -> None:
             summary.add(event)
             task_log.handle(event)
+            if trace is not None:
+                trace.event(event)
             if live_output is not None and event.get("stdout"):
                 live_output(redactor.stdout(event))
             if on_event is not None:
@@ -186,6 +195,7 @@ class RunnerHost:
         if self.disk is not None:
             self.disk.begin(plan.ident, artifacts)  # before its directories are made
         run_dir: rundir.RunDir | None = None
+        result: RunResult | None = None
         try:
             config = configure(
                 plan,
@@ -208,6 +218,8 @@ class RunnerHost:
                     groups=self._run_groups or None,
                 )
         finally:
+            if trace is not None:
+                trace.end(*run_outcome(result))
             self.receiver.close_channel(channel)
             access.revoke()
             self._in_flight.discard(plan.ident)
@@ -219,6 +231,7 @@ class RunnerHost:
             finally:
                 if self.disk is not None:  # cancelled or not: it is no longer in flight
                     await asyncio.to_thread(self._settle, plan, artifacts)
+        assert result is not None  # execute returned
         if plan.capped:
             self._report(plan, result)
         return result
