@@ -302,3 +302,35 @@ async def test_on_from_the_environment_and_stopped_without_a_collector_to_reach(
     assert describe == "endpoint=http://127.0.0.1:1/v1/traces protocol=http/protobuf"
     await tracing.shutdown()  # nothing queued: nothing sent
     assert not tracing.enabled
+
+
+class WedgedProvider:
+    """A TracerProvider whose shutdown never ends (its collector is down and the
+    exporter retries for its whole timeout)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.released = threading.Event()
+
+    def get_tracer(self, *_args: Any) -> None:
+        return None
+
+    def shutdown(self) -> None:
+        self.released.wait()
+
+
+def test_a_collector_that_is_down_does_not_hold_the_operators_exit(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from ansible_operator.observability import otel
+
+    monkeypatch.setattr(otel, "SHUTDOWN_SECONDS", 0.01)
+    provider = WedgedProvider()
+    tracer = otel.OtelTracer(provider, "http://collector:4318/v1/traces")  # type: ignore[arg-type]
+    try:
+        with caplog.at_level(logging.WARNING, "ansible_operator.tracing"):
+            tracer.shutdown()  # returns, the flush given up on
+        assert "the last spans were not sent" in caplog.text
+    finally:
+        provider.released.set()

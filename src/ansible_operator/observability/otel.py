@@ -13,7 +13,9 @@ processor's thread, never from the event loop.
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 from collections.abc import Mapping
 from urllib.parse import urlsplit, urlunsplit
 
@@ -43,8 +45,10 @@ from ansible_operator.observability.trace_context import RemoteParent
 
 DEFAULT_SERVICE_NAME = "ansible-operator"
 SUPPORTED_PROTOCOL = "http/protobuf"
-SHUTDOWN_MILLIS = 10_000  # how long a stop waits for the last spans to be sent
+SHUTDOWN_SECONDS = 5.0  # how long a stop waits for the last spans to be sent
 SERVER = "server"  # Tracer.start's kind for spans of requests we serve (the proxy's)
+
+log = logging.getLogger("ansible_operator.tracing")
 
 
 class UnusableConfiguration(Exception):
@@ -94,7 +98,7 @@ class OtelTracer:
             )
         exporter = OTLPSpanExporter()  # endpoint, headers, TLS, timeout: its OTEL_* variables
         # The SDK's own atexit handler would wait up to 30 s for an unreachable
-        # collector: the manager flushes on stop instead, within SHUTDOWN_MILLIS.
+        # collector: the manager flushes on stop instead, within SHUTDOWN_SECONDS.
         provider = TracerProvider(resource=resource(), shutdown_on_exit=False)
         provider.add_span_processor(BatchSpanProcessor(exporter))
         return cls(provider, exporter._endpoint)
@@ -123,8 +127,20 @@ class OtelTracer:
         return OtelSpan(span)
 
     def shutdown(self) -> None:
-        self.provider.force_flush(SHUTDOWN_MILLIS)
-        self.provider.shutdown()
+        """Send what is queued and stop, for at most SHUTDOWN_SECONDS: a collector
+        that is down must not hold the operator's exit (the SDK's exporter retries
+        for its whole timeout). On a daemon thread, which an exit does not wait for."""
+        stopping = threading.Thread(
+            target=self.provider.shutdown, name="tracing-shutdown", daemon=True
+        )
+        stopping.start()
+        stopping.join(SHUTDOWN_SECONDS)
+        if stopping.is_alive():
+            log.warning(
+                "tracing: the last spans were not sent within %ss %s",
+                SHUTDOWN_SECONDS,
+                self.describe(),
+            )
 
 
 def _context(parent: Parent | None) -> Context:
