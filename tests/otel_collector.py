@@ -252,7 +252,11 @@ def render(spans: list[ReceivedSpan], root: ReceivedSpan) -> str:
             if key in span.attributes
         )
         error = f" ERROR {span.status_message!r}" if span.failed else ""
-        lines.append(f"{'  ' * depth}{span.name}  {span.seconds * 1000:.1f} ms  {details}{error}")
+        offset = (span.start_ns - root.start_ns) / 1e6
+        lines.append(
+            f"{'  ' * depth}{span.name}  {span.seconds * 1000:.1f} ms (at +{offset:.0f} ms)"
+            f"  {details}{error}"
+        )
         for child in sorted(by_parent.get(span.span_id, []), key=lambda s: s.start_ns):
             walk(child, depth + 1)
 

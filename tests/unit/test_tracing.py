@@ -125,6 +125,13 @@ async def test_on_a_reconcile_is_a_span_of_its_object_and_its_run_is_its_child()
     }
     assert runner.current == [span]  # what the run's span is started under
     assert Tracing.current() is None  # only while the reconcile runs
+    # Its steps besides the run (runner/host.py's span, not the fake's), in order.
+    assert [child.name for child in tracer.children(span)] == [
+        "admit",
+        "write status",  # Running
+        "write status",  # Successful
+    ]
+    assert all(child.ended and child.error is None for child in tracer.children(span))
 
 
 async def test_a_traceparent_annotation_makes_the_reconcile_the_callers_child() -> None:
@@ -153,6 +160,8 @@ async def test_a_failed_reconcile_says_why_on_its_span() -> None:
     assert span.attributes["reconcile.result"] == "failed"
     assert span.attributes["reconcile.reason"] == "Failed"
     assert span.error == "Failed: image not found"  # as the Failure condition says it
+    [event] = [child for child in tracer.children(span) if child.name == "record event"]
+    assert event.attributes == {"k8s.event.reason": "Failed"}
 
 
 class StoppedRunner(FakeRunner):

@@ -1,7 +1,9 @@
 """OpenTelemetry traces of reconciles, off unless an OTLP endpoint is set.
 
-    reconcile <Kind>                  the reconcile (reconciler/ansible_reconciler.py)
-      ansible run                     the Ansible run (runner/host.py)
+    reconcile <Kind>                  the reconcile (reconciler/traced.py)
+      admit, write status, ...        its steps besides the run
+      ansible run                     the Ansible run (runner/host.py, run_trace.py)
+        wait for the runner, ...      what it waited for before it started
         <task name>                   each task on each host, from the run's events
           proxy <verb> <resource>     each API request the task sent through the proxy
 
@@ -20,6 +22,7 @@ results, only its name, place and outcome.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import logging
@@ -35,7 +38,7 @@ ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_
 
 
 # The span of the reconcile (or other work) in progress in this task: what a run's
-# span is the child of. Set by `Tracing.span`, read by `Tracing.current`.
+# span is the child of. Set by `Tracing.current_span`, read by `Tracing.current`.
 _current: contextvars.ContextVar[Span | None] = contextvars.ContextVar(
     "ansible_operator_current_span", default=None
 )
@@ -70,8 +73,6 @@ class Tracing:
         """Flush the spans still queued (BatchSpanProcessor) and stop exporting."""
         if self.tracer is None:
             return
-        import asyncio
-
         tracer, self.tracer = self.tracer, None
         try:
             # The exporter's HTTP client is synchronous: never on the event loop.

@@ -34,7 +34,7 @@ from ansible_operator.reconciler import conditions
 from ansible_operator.reconciler.annotations import AnnotationError, object_settings
 from ansible_operator.reconciler.events import record_event
 from ansible_operator.reconciler.status import ObjectGone, write_conditions
-from ansible_operator.reconciler.traced import reconcile_failed, traced
+from ansible_operator.reconciler.traced import reconcile_failed, step, traced
 from ansible_operator.runner.plan import new_ident
 from ansible_operator.runner.result import RunResult
 from ansible_operator.runner.run import Runner, object_fields, plan_for
@@ -127,7 +127,8 @@ class AnsibleReconciler:
             and finalizer is not None
             and not has_finalizer(obj, finalizer.name)
         ):
-            updated = await add_finalizer(self.shared.api, self.resource, obj, finalizer.name)
+            with step(self.shared.tracing, "add finalizer"):
+                updated = await add_finalizer(self.shared.api, self.resource, obj, finalizer.name)
             if updated is None:
                 return Outcome()
             obj = updated
@@ -171,7 +172,10 @@ class AnsibleReconciler:
                 finalizer.name,
                 object_fields(obj),
             )
-            remaining = await remove_finalizer(self.shared.api, self.resource, obj, finalizer.name)
+            with step(self.shared.tracing, "remove finalizer"):
+                remaining = await remove_finalizer(
+                    self.shared.api, self.resource, obj, finalizer.name
+                )
             if remaining is None or not (remaining.get("metadata") or {}).get("deletionTimestamp"):
                 return Outcome(run=result)
             obj = remaining
@@ -182,7 +186,8 @@ class AnsibleReconciler:
         """The run's variables, or None once a refusal is reported (a Failure and an
         Event naming each key): project/admission.py."""
         try:
-            return await self.shared.admission.admit(self.watch, obj, deleting=deleting)
+            with step(self.shared.tracing, "admit"):
+                return await self.shared.admission.admit(self.watch, obj, deleting=deleting)
         except RefusedData as refused:
             # Not run, and no retry mends it: only a change of the object.
             await self._fail(obj, f"not run: {refused}", reason=refused.reason, stalled=True)
@@ -256,7 +261,8 @@ class AnsibleReconciler:
         self, obj: dict[str, Any], reason: str, message: str, *, warning: bool = False
     ) -> None:
         if not self.dry_run:
-            await record_event(self.shared.api, obj, reason, message, warning=warning)
+            with step(self.shared.tracing, "record event", **{"k8s.event.reason": reason}):
+                await record_event(self.shared.api, obj, reason, message, warning=warning)
 
     async def _interrupted(self, obj: dict[str, Any]) -> None:
         message = "the operator stopped during this run; it runs again when the operator starts"
@@ -285,15 +291,16 @@ class AnsibleReconciler:
         proxy are in it): tried before a read (status.py)."""
         metadata = obj["metadata"]
         namespace = metadata.get("namespace")
-        await write_conditions(
-            self.shared.api,
-            self.resource,
-            namespace,
-            metadata["name"],
-            updates,
-            observed_generation=metadata.get("generation") if observe else None,
-            known=known or self.reader.get(namespace or None, metadata["name"]),
-        )
+        with step(self.shared.tracing, "write status"):
+            await write_conditions(
+                self.shared.api,
+                self.resource,
+                namespace,
+                metadata["name"],
+                updates,
+                observed_generation=metadata.get("generation") if observe else None,
+                known=known or self.reader.get(namespace or None, metadata["name"]),
+            )
 
     def _forget(self, key: ObjectKey) -> None:
         """The object is gone: its metric series and remembered warnings go with it."""

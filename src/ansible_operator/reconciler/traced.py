@@ -3,6 +3,9 @@
     reconcile <Kind>   k8s.object.{group,version,kind,name,uid,generation},
                        k8s.namespace.name, reconcile.result (succeeded, failed,
                        skipped, cancelled, error), reconcile.reason (why it failed)
+      admit, add finalizer, write status, ansible run, record event, ...
+                       its steps (`step`), so where its time went outside the
+                       run shows too
 
 Its parent is the caller's span when the object carries a valid `traceparent`
 annotation (a GitOps tool's sync: trace_context.py), else it starts a trace.
@@ -13,8 +16,9 @@ the reconcile runs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 from ansible_operator.controller.reconcile import Outcome
@@ -119,3 +123,23 @@ def reconcile_failed(reason: str, message: str) -> None:
     if span is not None:
         span.set({RESULT: "failed", REASON: reason})
         span.error = bounded(f"{reason}: {message}" if message else reason, MAX_MESSAGE)
+
+
+@contextlib.contextmanager
+def step(tracing: Tracing, name: str, **attributes: AttributeValue) -> Iterator[None]:
+    """A step of the reconcile in progress as its child span (nothing when tracing
+    is off or no reconcile is traced here). An error ends it failed, naming only
+    the exception's type."""
+    tracer, parent = tracing.tracer, tracing.current()
+    if tracer is None or parent is None:
+        yield
+        return
+    span = tracer.start(name, parent=parent, attributes=attributes)
+    error: str | None = None
+    try:
+        yield
+    except BaseException as exception:
+        error = type(exception).__name__
+        raise
+    finally:
+        span.end(error=error)

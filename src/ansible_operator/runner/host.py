@@ -51,7 +51,7 @@ from ansible_operator.runner.process import execute
 from ansible_operator.runner.receiver import EventReceiver, EventSink
 from ansible_operator.runner.redaction import Redactor
 from ansible_operator.runner.result import RunResult
-from ansible_operator.runner.run_trace import run_outcome, start_run_trace
+from ansible_operator.runner.run_trace import RunTrace, run_outcome, start_run_trace, waiting
 from ansible_operator.runner.tasklog import TaskLogger
 from ansible_operator.settings import Settings
 
@@ -159,10 +159,20 @@ class RunnerHost:
         after the run's summary and task log did. Raises RunStopped (stopping.py)
         when the reconcile it runs for is stopped; CancelledError kills the run."""
         settings = self.settings
-        mode = await self.launcher.mode()
-        access = self.access.grant(plan.owner, writes=plan.writes, owns=plan.owns)
         # What the run must not let out: its credentials, then what its events teach.
         redactor = Redactor()
+        trace = start_run_trace(self.tracing, plan, redactor)  # None: tracing off
+        try:
+            with waiting(trace, "wait for the runner"):  # a warm runner still starting
+                mode = await self.launcher.mode()
+            access = self.access.grant(plan.owner, writes=plan.writes, owns=plan.owns)
+        except BaseException:
+            if trace is not None:
+                trace.end(*run_outcome(None))
+            raise
+        if trace is not None:
+            trace.span.set({"ansible.run.mode": mode.name})
+            access.traced(trace)
         for credential in credentials(access.kubeconfig):
             redactor.add(credential)
         # Written by `handle` alone, for each event; the process only reads it.
@@ -174,9 +184,6 @@ class RunnerHost:
             redactor=redactor,
         )
         live_output = self.live_output
-        trace = start_run_trace(self.tracing, plan, redactor)  # None: tracing off
-        if trace is not None:
-            access.traced(trace)
 
         def handle(event: dict[str, Any]) -> None:
             summary.add(event)
@@ -208,7 +215,7 @@ class RunnerHost:
             )
             run_dir = config.spec.run_dir  # removed below, even if writing it fails
             rundir.write(run_dir, config.inputs)
-            async with self._slot(plan):
+            async with self._slot(plan, trace):
                 if self.disk is not None:  # in the slot: room for runs that run, not wait
                     await asyncio.to_thread(self._make_room, plan, run_dir)
                 result = await execute(
@@ -237,19 +244,23 @@ class RunnerHost:
         return result
 
     @contextlib.asynccontextmanager
-    async def _slot(self, plan: RunPlan) -> AsyncIterator[None]:
+    async def _slot(self, plan: RunPlan, trace: RunTrace | None) -> AsyncIterator[None]:
         """A capped run: one of the host's slots, counted in flight while it runs."""
         if not plan.capped:
             yield
             return
         in_flight = self.metrics.runs_in_flight.labels(plan.label)
-        async with self._run_slots:
+        with waiting(trace, "wait for a run slot"):
+            await self._run_slots.acquire()
+        try:
             in_flight.inc()
             try:
                 log.info("run started %s run=%s", plan.described, plan.ident)
                 yield
             finally:
                 in_flight.dec()
+        finally:
+            self._run_slots.release()
 
     def _report(self, plan: RunPlan, result: RunResult) -> None:
         outcome = "succeeded" if result.succeeded else "failed"

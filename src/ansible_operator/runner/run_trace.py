@@ -17,8 +17,9 @@ All on the event loop: the event receiver and the proxy call in from it.
 from __future__ import annotations
 
 import collections
+import contextlib
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,7 @@ from ansible_operator.runner.task_spans import TaskSpans
 
 MAX_PENDING = 1000  # requests of one task held for it; more go to the run's span at once
 RECENT_TASKS = 16  # ended tasks a late request's start is looked up in
+WAIT_SHOWN_NS = 1_000_000  # a wait of the run (for the runner, a slot) shorter is no span
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,13 @@ class RunTrace:
     def _emit(self, request: ApiRequest, parent: Span) -> None:
         request_record(request, self.redactor.text).emit(self.tracer, parent)
 
+    # ----- what the run waited for (runner/host.py) --------------------------
+    def waited(self, name: str, start_ns: int, end_ns: int) -> None:
+        """A wait before the run could start (a warm runner still starting, a run
+        slot), as the run's child span, if it was long enough to matter."""
+        if not self.ended and end_ns - start_ns >= WAIT_SHOWN_NS:
+            SpanRecord(name, start_ns, end_ns, {}).emit(self.tracer, self.span)
+
     # ----- the run's end (runner/host.py) -----------------------------------
     def end(self, attributes: Mapping[str, AttributeValue], error: str | None = None) -> None:
         if self.ended:
@@ -146,3 +155,17 @@ def run_outcome(result: RunResult | None) -> tuple[dict[str, AttributeValue], st
             "ansible.run.failures": stats.failures,
         }
     return attributes, None if result.succeeded else result.message
+
+
+@contextlib.contextmanager
+def waiting(trace: RunTrace | None, name: str) -> Iterator[None]:
+    """A wait of the run, timed for its trace (`RunTrace.waited`); nothing when
+    tracing is off."""
+    if trace is None:
+        yield
+        return
+    start = time.time_ns()
+    try:
+        yield
+    finally:
+        trace.waited(name, start, time.time_ns())
