@@ -125,11 +125,23 @@ def reconcile_failed(reason: str, message: str) -> None:
         span.error = bounded(f"{reason}: {message}" if message else reason, MAX_MESSAGE)
 
 
+_UNTRACED = contextlib.nullcontext()
+
+
+def step(
+    tracing: Tracing, name: str, **attributes: AttributeValue
+) -> contextlib.AbstractContextManager[None]:
+    """A step of the reconcile in progress as its child span; tracing off, a
+    shared no-op (nothing is made)."""
+    if tracing.tracer is None:
+        return _UNTRACED
+    return _step(tracing, name, attributes)
+
+
 @contextlib.contextmanager
-def step(tracing: Tracing, name: str, **attributes: AttributeValue) -> Iterator[None]:
-    """A step of the reconcile in progress as its child span (nothing when tracing
-    is off or no reconcile is traced here). An error ends it failed, naming only
-    the exception's type."""
+def _step(tracing: Tracing, name: str, attributes: Mapping[str, AttributeValue]) -> Iterator[None]:
+    """The step's span, if a reconcile is traced here. An error ends it failed,
+    naming only the exception's type."""
     tracer, parent = tracing.tracer, tracing.current()
     if tracer is None or parent is None:
         yield

@@ -157,13 +157,17 @@ def run_outcome(result: RunResult | None) -> tuple[dict[str, AttributeValue], st
     return attributes, None if result.succeeded else result.message
 
 
+_UNTRACED = contextlib.nullcontext()
+
+
+def waiting(trace: RunTrace | None, name: str) -> contextlib.AbstractContextManager[None]:
+    """A wait of the run, timed for its trace (`RunTrace.waited`); tracing off, a
+    shared no-op."""
+    return _UNTRACED if trace is None else _waiting(trace, name)
+
+
 @contextlib.contextmanager
-def waiting(trace: RunTrace | None, name: str) -> Iterator[None]:
-    """A wait of the run, timed for its trace (`RunTrace.waited`); nothing when
-    tracing is off."""
-    if trace is None:
-        yield
-        return
+def _waiting(trace: RunTrace, name: str) -> Iterator[None]:
     start = time.time_ns()
     try:
         yield
