@@ -98,7 +98,7 @@ def make(project: Path, cluster: Cluster, target: str) -> subprocess.CompletedPr
     reason="the generated Makefile runs make and kubectl (as Operator SDK's does)",
 )
 def test_make_install_and_uninstall_apply_and_remove_the_crds(
-    tmp_path: Path, kube_cluster: Cluster, kube_api: client.ApiClient
+    tmp_path: Path, kube_cluster: Cluster, kube_api: client.ApiClient, kube_namespace: str
 ) -> None:
     project = tmp_path / "make-operator"
     group = f"make.{DOMAIN}"
@@ -111,6 +111,19 @@ def test_make_install_and_uninstall_apply_and_remove_the_crds(
     try:
         make(project, kube_cluster, "install")
         assert crd_names(kube_api, group) == wanted
+        # The README's command for the samples: their kustomization, into a namespace.
+        subprocess.run(
+            ["kubectl", "apply", "-n", kube_namespace, "-k", "config/samples/"],
+            cwd=project,
+            env={**os.environ, "KUBECONFIG": str(kube_cluster.kubeconfig)},
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+        custom = client.CustomObjectsApi(kube_api)
+        for plural in ("widgets", "gadgets"):
+            items = custom.list_namespaced_custom_object(group, "v1", kube_namespace, plural)
+            assert len(items["items"]) == 1, plural
 
         make(project, kube_cluster, "uninstall")
         eventually(lambda: not crd_names(kube_api, group), timeout=60, what="CRDs removed")

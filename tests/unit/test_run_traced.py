@@ -36,8 +36,8 @@ class TracedGrants(Grants):
         super().__init__()
         self.traces: list[RunTrace] = []
 
-    def grant(self, owner: Any, *, writes: bool = True, owns: bool = True) -> RunAccess:
-        access = super().grant(owner, writes=writes, owns=owns)
+    def grant(self, owner: Any, **how: Any) -> RunAccess:
+        access = super().grant(owner, **how)
         access.traced = self.traces.append
         return access
 

@@ -43,7 +43,10 @@ The test operator (tests/operator, 4 kinds) with WATCH_NAMESPACE listing
 per namespace it had not started after 240 s (lists timing out for the pool).
 
 A cluster-wide list the operator's RBAC refuses (403) falls back to a watch
-per namespace, logged once per kind.
+per namespace, logged once per kind. Health listeners hear each failed list or
+watch (the error) and each list that succeeds (None): the dependent watches
+tell the owners when their dependents' kind may not be watched
+(manager/dependents.py).
 
 A namespace that enters the scope is listed and its objects dispatched as
 ADDED; one that leaves is forgotten: its objects dropped from the store with
@@ -86,6 +89,8 @@ log = logging.getLogger("ansible_operator.informer")
 EventListener = Callable[[str, dict[str, Any] | None, dict[str, Any] | None], None]
 StoreKey = tuple[str, str]  # namespace ("" when cluster-scoped), name
 ForgetListener = Callable[[list[StoreKey]], None]
+# Hears a failed list or watch (its error), and a list that succeeded (None).
+HealthListener = Callable[[ApiError | None], None]
 
 BACKOFF_START = 0.5
 BACKOFF_MAX = 30.0
@@ -142,6 +147,7 @@ class Informer:
         self.label_selector = label_selector
         self._listeners: list[EventListener] = [on_event] if on_event is not None else []
         self._forget_listeners: list[ForgetListener] = []
+        self._health_listeners: list[HealthListener] = []
         self.name = name or f"{resource.group or 'core'}/{resource.version}/{resource.plural}"
         self._store: dict[StoreKey, Held] = {}
         self._held_bytes = 0
@@ -227,6 +233,17 @@ class Informer:
     def add_forget_listener(self, listener: ForgetListener) -> None:
         """`listener` hears the keys of the objects a share that shrank forgot."""
         self._forget_listeners.append(listener)
+
+    def add_health_listener(self, listener: HealthListener) -> None:
+        """`listener` hears every failed list or watch, and every list that succeeds."""
+        self._health_listeners.append(listener)
+
+    def _tell_health(self, error: ApiError | None) -> None:
+        for listener in list(self._health_listeners):
+            try:
+                listener(error)
+            except Exception:
+                log.exception("health listener failed informer=%s", self.name)
 
     def covers(self, namespace: str | None) -> bool:
         """Whether the store holds the objects of `namespace` (None: of every
@@ -488,6 +505,7 @@ class Informer:
                 if error.status == 403 and namespace is None and not self.scope.every:
                     self._watch_each_namespace(error)
                     return
+                self._tell_health(error)
                 log.warning(
                     "watch failed, retrying informer=%s%s in=%.1fs error=%s",
                     self.name,
@@ -565,6 +583,7 @@ class Informer:
                 await asyncio.sleep(0)
         self._listed.add(namespace)
         self._check_synced()
+        self._tell_health(None)
         return version
 
     async def _list_entered(self, namespace: str) -> None:

@@ -273,6 +273,7 @@ class Manager:
                 metrics=self.metrics,
                 runner=host,
                 admission=admission,
+                dependents=self.dependents,
                 tracing=self.tracing,
             )
             await self._start_controllers(shared)
@@ -335,6 +336,7 @@ class Manager:
             cache=self.cache,
             dependents=self.dependents,
             inject_owner_ref=self.settings.proxy.inject_owner_ref,
+            coerce_strings=self.settings.proxy.coerce_strings,
             shard_labels=self.share is not None,
             port=self.settings.proxy.port,
             trace_configs=[self.metrics.request_counter("proxy")],

@@ -16,6 +16,10 @@ read without a custom health check, each with the `observedGeneration` it descri
 
 A periodic run of an object already Ready leaves them as they are, so GitOps tools do not
 see an object go InProgress every reconcile period.
+
+`DependentsWatched` (ours) is False while RBAC keeps the operator from watching a kind
+the object's runs made (their drift would go unseen), with what to add to the role;
+True once it may; absent for objects that never lacked it.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ FAILURE = "Failure"
 READY = "Ready"
 RECONCILING = "Reconciling"
 STALLED = "Stalled"
-MANAGED_TYPES = (RUNNING, SUCCESSFUL, FAILURE, READY, RECONCILING, STALLED)
+DEPENDENTS_WATCHED = "DependentsWatched"
+MANAGED_TYPES = (RUNNING, SUCCESSFUL, FAILURE, READY, RECONCILING, STALLED, DEPENDENTS_WATCHED)
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,15 @@ def succeeded(result: AnsibleResult, generation: int | None = None) -> list[Cond
             Condition(STALLED, "False", "Successful", message, None, generation),
         ]
     return updates
+
+
+def dependents_watched(refused: str | None) -> Condition:
+    """False with `refused` (what RBAC refuses, and the rule to add), else True."""
+    if refused:
+        return Condition(DEPENDENTS_WATCHED, "False", "Forbidden", refused)
+    return Condition(
+        DEPENDENTS_WATCHED, "True", "Watching", "The operator watches what this object's runs made"
+    )
 
 
 def failed(

@@ -44,7 +44,7 @@ from ansible_operator.runner.configuration import (
     host_rotates,
 )
 from ansible_operator.runner.disk_budget import RESCAN_INTERVAL, DiskBudget, Limits, Pruned
-from ansible_operator.runner.events import OutputGuard, RunSummary
+from ansible_operator.runner.events import EventFold, OutputGuard, RunSummary
 from ansible_operator.runner.launcher import Launcher, ReferenceLauncher
 from ansible_operator.runner.plan import RunPlan
 from ansible_operator.runner.process import execute
@@ -58,6 +58,8 @@ from ansible_operator.settings import Settings
 log = logging.getLogger("ansible_operator.controller")
 
 LiveOutput = Callable[[str], None]
+# How an event's output is shown live (default: Redactor.stdout).
+ShownOutput = Callable[[Mapping[str, Any], Redactor], str]
 
 
 PRUNED_LINES = 20  # artifact directories named one by one per prune; the rest counted
@@ -102,6 +104,7 @@ class RunnerHost:
         launcher: Launcher | None = None,  # how runs are started (launcher.py)
         contain: bool = True,  # a cgroup per run, where the operator may make them
         live_output: LiveOutput | None = None,  # `reconcile`: Ansible's own output
+        shown: ShownOutput | None = None,  # `reconcile --check`: its diffs cleaned
         tracing: Tracing = OFF,  # spans of runs, tasks and API requests (observability/)
     ) -> None:
         self.settings = settings
@@ -112,6 +115,7 @@ class RunnerHost:
         self.launcher: Launcher = launcher if launcher is not None else ReferenceLauncher()
         self.contain = contain
         self.live_output = live_output
+        self.shown: ShownOutput = shown or (lambda event, redactor: redactor.stdout(event))
         self.tracing = tracing
         self.receiver = EventReceiver(scratch / "events.sock", on_metric=metrics.user_metric)
         self._run_slots = asyncio.Semaphore(max_runs)
@@ -160,12 +164,14 @@ class RunnerHost:
         when the reconcile it runs for is stopped; CancelledError kills the run."""
         settings = self.settings
         # What the run must not let out: its credentials, then what its events teach.
-        redactor = Redactor()
+        redactor = Redactor(public=(plan.owner.namespace, plan.owner.name))
         trace = start_run_trace(self.tracing, plan, redactor)  # None: tracing off
         try:
             with waiting(trace, "wait for the runner"):  # a warm runner still starting
                 mode = await self.launcher.mode()
-            access = self.access.grant(plan.owner, writes=plan.writes, owns=plan.owns)
+            access = self.access.grant(
+                plan.owner, writes=plan.writes, owns=plan.owns, dry_run=plan.dry_run
+            )
         except BaseException:
             if trace is not None:
                 trace.end(*run_outcome(None))
@@ -176,14 +182,18 @@ class RunnerHost:
         for credential in credentials(access.kubeconfig):
             redactor.add(credential)
         # Written by `handle` alone, for each event; the process only reads it.
-        summary = RunSummary(redactor=redactor, guard=OutputGuard(settings.runs.max_run_output))
+        summary = RunSummary(
+            redactor=redactor,
+            guard=OutputGuard(settings.runs.max_run_output),
+            fold=EventFold(refusals=access.refusals, coercions=access.coercions),
+        )
         task_log = TaskLogger(
             settings.ansible.log_events,
             plan.described,
             ansible_output=settings.ansible.debug_logs,
             redactor=redactor,
         )
-        live_output = self.live_output
+        live_output, shown = self.live_output, self.shown
 
         def handle(event: dict[str, Any]) -> None:
             summary.add(event)
@@ -191,7 +201,7 @@ class RunnerHost:
             if trace is not None:
                 trace.event(event)
             if live_output is not None and event.get("stdout"):
-                live_output(redactor.stdout(event))
+                live_output(shown(event, redactor))
             if on_event is not None:
                 on_event(event)
 

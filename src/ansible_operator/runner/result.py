@@ -33,6 +33,8 @@ class RunResult:
     out_of_memory: str = ""  # the memory cap a process of the run was killed for
     artifacts: Path | None = None  # the run's artifact directory (ansible-runner's)
     failure_message: str = ""  # the failed tasks, described and redacted (events.py)
+    # Numbers and booleans the proxy sent as strings, one line per task and value.
+    coerced: tuple[str, ...] = ()
     # What the run must not let out, as learnt from its events; never shown.
     redactor: Redactor = field(default_factory=Redactor, repr=False, compare=False)
 
@@ -63,6 +65,7 @@ class RunResult:
             out_of_memory=out_of_memory,
             artifacts=artifacts,
             failure_message=summary.failure_message,
+            coerced=summary.coerced,
             redactor=summary.redactor,
         )
 
