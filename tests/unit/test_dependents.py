@@ -118,7 +118,9 @@ async def test_a_listener_added_late_first_hears_every_object_already_held() -> 
     await informer.wait_synced()
     heard: list[tuple[str, str]] = []
 
-    informer.add_listener(lambda kind, old, new: heard.append((kind, new["metadata"]["name"])))
+    informer.add_listener(
+        lambda kind, old, new, _listed: heard.append((kind, new["metadata"]["name"]))
+    )
     api.send(CONFIGMAPS, "MODIFIED", obj("a", rv=2))
     await settle()
 

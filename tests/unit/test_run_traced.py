@@ -119,14 +119,14 @@ async def test_a_run_that_waited_for_its_slot_says_so_and_a_cancelled_one_ends(
 
     monkeypatch.setattr(host_module, "execute", never_ends)
     queued = asyncio.Event()  # a run waits for the slot
-    slots, acquire = host._run_slots, host._run_slots.acquire
+    slots, acquire = host._run_slots, host._run_slots._acquire
 
-    async def noting_acquire() -> bool:
-        if slots.locked():
+    async def noting_acquire(priority: int) -> None:
+        if slots.free == 0:  # none free: this run waits for the first's
             queued.set()
-        return await acquire()
+        await acquire(priority)
 
-    monkeypatch.setattr(slots, "acquire", noting_acquire)
+    monkeypatch.setattr(slots, "_acquire", noting_acquire)
     first = asyncio.ensure_future(host.run(plan_in(tmp_path / "runs")))
     await asyncio.wait_for(started.wait(), 10)
     second = asyncio.ensure_future(host.run(plan_in(tmp_path / "runs")))

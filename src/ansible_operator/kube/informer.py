@@ -4,6 +4,10 @@ kube/namespace_scope.py) and telling its listeners what changed.
 
 - A listener added late first hears ADDED for every object already held, as
   client-go's handlers do: whatever it builds from the events misses nothing.
+- Each event says whether a list announced it (`listed`: a list or relist,
+  a namespace entering, the replay to a late listener) or the watch did, as
+  controller-runtime's `IsInInitialList`: what was there is not a change
+  (controller/priorities.py queues it after the changes).
 - Bookmarks keep the resourceVersion fresh, so a reconnect resumes where it
   left off instead of relisting.
 - 410 Gone (the resourceVersion is too old): relist, and diff the fresh list
@@ -86,7 +90,9 @@ from ansible_operator.kube.types import Resource
 
 log = logging.getLogger("ansible_operator.informer")
 
-EventListener = Callable[[str, dict[str, Any] | None, dict[str, Any] | None], None]
+# (event, old, new, listed): `listed` when a list announced it (a relist, a namespace
+# entering, the replay to a listener added late), not the watch.
+EventListener = Callable[[str, dict[str, Any] | None, dict[str, Any] | None, bool], None]
 StoreKey = tuple[str, str]  # namespace ("" when cluster-scoped), name
 ForgetListener = Callable[[list[StoreKey]], None]
 # Hears a failed list or watch (its error), and a list that succeeded (None).
@@ -228,7 +234,7 @@ class Informer:
         the store already holds."""
         self._listeners.append(listener)
         for held in list(self._store.values()):
-            self._tell(listener, "ADDED", None, held.unpack())
+            self._tell(listener, "ADDED", None, held.unpack(), True)
 
     def add_forget_listener(self, listener: ForgetListener) -> None:
         """`listener` hears the keys of the objects a share that shrank forgot."""
@@ -568,7 +574,7 @@ class Informer:
         for number, key in enumerate(gone, 1):
             old = self._drop(key)
             if old is not None:
-                self._dispatch("DELETED", old.unpack(), None)
+                self._dispatch("DELETED", old.unpack(), None, listed=True)
             if number % DISPATCH_BATCH == 0:
                 await asyncio.sleep(0)
         for number, (key, (item, held)) in enumerate(fresh.items(), 1):
@@ -576,9 +582,9 @@ class Informer:
                 old = self._store.get(key)
                 self._put(key, held)
                 if old is None:
-                    self._dispatch("ADDED", None, item)
+                    self._dispatch("ADDED", None, item, listed=True)
                 elif old.version != held.version:
-                    self._dispatch("MODIFIED", old.unpack(), item)
+                    self._dispatch("MODIFIED", old.unpack(), item, listed=True)
             if number % DISPATCH_BATCH == 0:
                 await asyncio.sleep(0)
         self._listed.add(namespace)
@@ -626,7 +632,9 @@ class Informer:
             if kept is None:
                 continue
             self._put(key, kept)
-            self._dispatch("ADDED" if old is None else "MODIFIED", _unpacked(old), item)
+            self._dispatch(
+                "ADDED" if old is None else "MODIFIED", _unpacked(old), item, listed=True
+            )
             if number % DISPATCH_BATCH == 0:
                 await asyncio.sleep(0)
         self._deleted_while_entering.pop(namespace, None)
@@ -690,9 +698,16 @@ class Informer:
         if written is not None and seen is not None and written[0] <= seen:
             del self._written[key]
 
-    def _dispatch(self, kind: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+    def _dispatch(
+        self,
+        kind: str,
+        old: dict[str, Any] | None,
+        new: dict[str, Any] | None,
+        *,
+        listed: bool = False,
+    ) -> None:
         for listener in list(self._listeners):
-            self._tell(listener, kind, old, new)
+            self._tell(listener, kind, old, new, listed)
 
     def _tell(
         self,
@@ -700,9 +715,10 @@ class Informer:
         kind: str,
         old: dict[str, Any] | None,
         new: dict[str, Any] | None,
+        listed: bool,
     ) -> None:
         # One listener's bug must not keep the change from the others.
         try:
-            listener(kind, old, new)
+            listener(kind, old, new, listed)
         except Exception:
             log.exception("event handler failed informer=%s event=%s", self.name, kind)

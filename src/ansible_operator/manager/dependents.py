@@ -244,7 +244,11 @@ class DependentWatches:
                 owning.enqueue(owner_key)
 
     def _listener(self, key: KindKey) -> EventListener:
-        def on_event(event: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        def on_event(
+            event: str, old: dict[str, Any] | None, new: dict[str, Any] | None, _listed: bool
+        ) -> None:
+            # A dependent's ADDED re-queues no one (handlers.py), listed or not; any
+            # other event is a change, a relist's too (controller/priorities.py).
             if event != "MODIFIED":
                 # A create's own version comes back as ADDED, which re-queues no one:
                 # nothing would ever take it out of `_own_writes` but eviction.

@@ -37,6 +37,8 @@ class Grant:
     refusals: Refusals = field(default_factory=Refusals)
     # The values sent as strings for it (rules/string_fields.py).
     coercions: Coercions = field(default_factory=Coercions)
+    # The conditions it wrote to its owner's status, by type (rules/owner_conditions.py).
+    owner_conditions: dict[str, dict[str, Any]] = field(default_factory=dict)
     # With tracing on: the run's trace, given each request's span (rules/trace.py).
     trace: RunTrace | None = None
 

@@ -17,6 +17,7 @@ from ansible_operator.proxy.rules.cache_read import answer_from_cache
 from ansible_operator.proxy.rules.discovery import discover_kind
 from ansible_operator.proxy.rules.forward import forward
 from ansible_operator.proxy.rules.identity import refuse_other_identities
+from ansible_operator.proxy.rules.owner_conditions import record_owner_conditions
 from ansible_operator.proxy.rules.owner_marks import mark_ownership
 from ansible_operator.proxy.rules.path import check_path
 from ansible_operator.proxy.rules.read_only import refuse_writes_of_read_only_runs
@@ -37,6 +38,7 @@ RULES: tuple[Rule, ...] = (
     discover_kind,  # which kind the path names; 503 when discovery fails
     answer_from_cache,  # GET and LIST of a kind the operator watches
     coerce_string_fields_of_writes,  # 2.19's numbers in labels, ConfigMap data: strings
+    record_owner_conditions,  # the conditions a run wrote to its own object
     mark_ownership,  # what a run creates gets the owner's mark
     after_write,  # the dependent registry told; read-your-writes
 )

@@ -97,6 +97,7 @@ class ApiProxy:
             revoke=revoke,
             refusals=issued.refusals,
             coercions=issued.coercions,
+            owner_conditions=issued.owner_conditions,
             traced=issued.traced,
         )
 

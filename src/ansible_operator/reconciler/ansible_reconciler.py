@@ -33,6 +33,7 @@ from ansible_operator.project.watches import Watch
 from ansible_operator.reconciler import conditions
 from ansible_operator.reconciler.annotations import AnnotationError, object_settings
 from ansible_operator.reconciler.events import record_event
+from ansible_operator.reconciler.role_conditions import conditions_named
 from ansible_operator.reconciler.status import ObjectGone, write_conditions
 from ansible_operator.reconciler.traced import reconcile_failed, step, traced
 from ansible_operator.runner.plan import new_ident
@@ -85,6 +86,8 @@ class AnsibleReconciler:
         self.shared = shared
         self.gvk_label = f"{watch.gvk.group or 'core'}/{watch.gvk.version}/{watch.gvk.kind}"
         self._warned: dict[ObjectKey, tuple[str, ...]] = {}  # annotation warnings already sent
+        # The kstatus conditions this watch's role sets itself: left to it (conditions.py).
+        self._role_owned: set[str] = set(conditions_named(*watch.target(deleting=False)))
 
     @property
     def writes_status(self) -> bool:
@@ -166,16 +169,15 @@ class AnsibleReconciler:
             if variables is None:
                 return Outcome(retry=False)
 
+        before = obj.get("status")
+        ours: dict[str, tuple[str, str, str]] = {}
         if self.writes_status:
+            starting = conditions.running(before, generation_of(obj))
+            ours = {entry.type: conditions.content(entry.to_dict("")) for entry in starting}
             try:
                 # observedGeneration waits for the outcome: it says which
                 # generation the Successful/Failure conditions describe.
-                await self._write_status(
-                    obj,
-                    conditions.running(obj.get("status"), generation_of(obj)),
-                    observe=False,
-                    known=obj,
-                )
+                await self._write_status(obj, starting, observe=False, known=obj)
             except ObjectGone:
                 return Outcome()
 
@@ -195,6 +197,7 @@ class AnsibleReconciler:
             await asyncio.shield(self._interrupted(obj))
             raise
 
+        self._learn_role_owned(obj, before, ours, result)
         for coerced in result.coerced:
             await self._event(obj, "StringFieldCoerced", coerced, warning=True)
         if deleting and finalizer is not None and result.succeeded and self.dry_run:
@@ -260,10 +263,9 @@ class AnsibleReconciler:
                 await self._event(
                     obj, "ReconcileSucceeded", "Reconciliation succeeded after earlier failures"
                 )
-            period = result.requeue_after  # the role's requeue_after wins
-            if period is None:
-                period = reconcile_period
-            return Outcome(requeue_after=period, run=result)
+            if result.requeue_after is not None:  # the role's requeue_after wins
+                return Outcome(requeue_after=result.requeue_after, run=result)
+            return Outcome(requeue_after=reconcile_period, periodic=True, run=result)
         await self._fail(
             obj,
             result.message,
@@ -273,6 +275,22 @@ class AnsibleReconciler:
         if result.requeue_after is not None:
             return Outcome(requeue_after=result.requeue_after, run=result)
         return Outcome(retry=True, run=result)
+
+    def _learn_role_owned(
+        self,
+        obj: Mapping[str, Any],
+        before: Mapping[str, Any] | None,
+        ours: Mapping[str, tuple[str, str, str]],
+        result: RunResult,
+    ) -> None:
+        learned = conditions.role_owned(before, ours, result.owner_conditions) - self._role_owned
+        if learned:
+            self._role_owned |= learned
+            log.info(
+                "the role sets %s itself; the operator leaves it to the role %s",
+                ", ".join(sorted(learned)),
+                object_fields(obj),
+            )
 
     def _dependents_watched(self, obj: dict[str, Any]) -> list[conditions.Condition]:
         """`DependentsWatched` False while RBAC refuses to watch a kind this
@@ -343,6 +361,7 @@ class AnsibleReconciler:
         """`known`: the object as last seen, else the cache's (the role's writes through the
         proxy are in it): tried before a read (status.py)."""
         metadata = obj["metadata"]
+        updates = [entry for entry in updates if entry.type not in self._role_owned]
         if self.shared.would_write is not None and self.watch.manage_status:
             self._would("status", updates)
             return

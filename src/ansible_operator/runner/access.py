@@ -29,6 +29,8 @@ class RunAccess:
     refusals: Refusals = field(default_factory=Refusals)
     # The numbers and booleans the proxy sent as strings for it (string_fields.py).
     coercions: Coercions = field(default_factory=Coercions)
+    # The conditions the run wrote to its owner's status, by type (the proxy's record).
+    owner_conditions: dict[str, dict[str, Any]] = field(default_factory=dict)
     # With tracing on: the run's trace, which the proxy adds each request's span to.
     traced: Callable[[RunTrace], None] = lambda _trace: None
 

@@ -16,16 +16,17 @@ A run, in this order: what the launcher offers now (its RunMode), the proxy
 grant (what the plan may write and own; its credentials taught to the run's
 redactor), the event channel, the task log, the run's configuration
 (configuration.py, from the plan and the settings), its directory, a run
-slot when the plan is capped, `execute` (the launcher, the run's cgroup) and,
-whatever happens, the cleanup: channel closed, grant revoked, the run's
-secrets removed, the artifacts rotated. What differs between callers is data:
-the plan.
+slot when the plan is capped (by priority: slots.py), `execute` (the
+launcher, the run's cgroup) and, whatever happens, the cleanup: channel
+closed, grant revoked, the run's secrets removed, the artifacts rotated.
+What differs between callers is data: the plan.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import shutil
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -52,6 +53,7 @@ from ansible_operator.runner.receiver import EventReceiver, EventSink
 from ansible_operator.runner.redaction import Redactor
 from ansible_operator.runner.result import RunResult
 from ansible_operator.runner.run_trace import RunTrace, run_outcome, start_run_trace, waiting
+from ansible_operator.runner.slots import RunSlots
 from ansible_operator.runner.tasklog import TaskLogger
 from ansible_operator.settings import Settings
 
@@ -118,7 +120,8 @@ class RunnerHost:
         self.shown: ShownOutput = shown or (lambda event, redactor: redactor.stdout(event))
         self.tracing = tracing
         self.receiver = EventReceiver(scratch / "events.sock", on_metric=metrics.user_metric)
-        self._run_slots = asyncio.Semaphore(max_runs)
+        # Given by priority, the context's (slots.py): an edit's run before a list's.
+        self._run_slots = RunSlots(max_runs)
         self._run_groups: cgroups.RunGroups | None = None
         self._runner_dir: rundir.RunnerDirClaim | None = None
         self._in_flight: set[str] = set()  # idents whose artifacts must stay
@@ -249,6 +252,8 @@ class RunnerHost:
                 if self.disk is not None:  # cancelled or not: it is no longer in flight
                     await asyncio.to_thread(self._settle, plan, artifacts)
         assert result is not None  # execute returned
+        if access.owner_conditions:
+            result = dataclasses.replace(result, owner_conditions=dict(access.owner_conditions))
         if plan.capped:
             self._report(plan, result)
         return result
@@ -260,17 +265,16 @@ class RunnerHost:
             yield
             return
         in_flight = self.metrics.runs_in_flight.labels(plan.label)
-        with waiting(trace, "wait for a run slot"):
-            await self._run_slots.acquire()
-        try:
+        async with contextlib.AsyncExitStack() as held:
+            # The span covers the wait alone; the slot is held until the run ends.
+            with waiting(trace, "wait for a run slot"):
+                await held.enter_async_context(self._run_slots.held())
             in_flight.inc()
             try:
                 log.info("run started %s run=%s", plan.described, plan.ident)
                 yield
             finally:
                 in_flight.dec()
-        finally:
-            self._run_slots.release()
 
     def _report(self, plan: RunPlan, result: RunResult) -> None:
         outcome = "succeeded" if result.succeeded else "failed"

@@ -6,13 +6,11 @@ runner/string_fields.py. Off with `--coerce-string-fields=false`."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
-import yaml
 from aiohttp import web
 
 from ansible_operator.proxy.exchange import Exchange, Handler
-from ansible_operator.proxy.headers import APPLY_PATCH, MERGE_PATCHES, content_type
+from ansible_operator.proxy.written import written_document
 from ansible_operator.runner.string_fields import coerce_string_fields
 
 WRITES = ("POST", "PUT", "PATCH")
@@ -30,7 +28,7 @@ async def coerce_string_fields_of_writes(
         and target.subresource is None
         and resource is not None
     ):
-        document = _document(exchange)
+        document = written_document(exchange)
         if document is not None:
             coerced, changed = coerce_string_fields(document, resource.group, resource.kind)
             if changed:
@@ -38,18 +36,3 @@ async def coerce_string_fields_of_writes(
                 for item in changed:
                     exchange.run.coercions.add(item)
     return await pass_on(exchange)
-
-
-def _document(exchange: Exchange) -> dict[str, Any] | None:
-    """The object the body sends: JSON, the YAML of an apply, or a merge patch
-    (a JSON patch, a list of operations, is left as it is)."""
-    kind = content_type(exchange.request)
-    if exchange.method == "PATCH" and kind not in (APPLY_PATCH, *MERGE_PATCHES):
-        return None
-    try:
-        document = (
-            yaml.safe_load(exchange.body) if kind == APPLY_PATCH else json.loads(exchange.body)
-        )
-    except (ValueError, yaml.YAMLError):
-        return None
-    return document if isinstance(document, dict) else None
