@@ -3,6 +3,7 @@
     .venv/bin/python bench/reconcile.py [--objects 1,10,50] [--concurrency 2] [--gather-facts]
                                         [--modes reference,warm] [--steady 60] [--quiet 5]
                                         [--cpu-limit none,1] [--ansible-core 2.18,2.21]
+                                        [--tracing off,on]
 
 For each N and each mode (same concurrency), on the local control plane (or
 KUBECONFIG): start `ansible-operator run` over bench/operator, create N objects
@@ -36,6 +37,13 @@ takes the CPU times of the operator's process tree instead. Default: `none`.
 Runs gather no facts (ANSIBLE_GATHERING=explicit, as Operator SDK's scaffolded
 manager.yaml has it) unless `--gather-facts`.
 
+`--tracing off,on` runs each N and mode once per setting, one after the other:
+`on` with OpenTelemetry traces sent to a real collector (tools/otel-collector,
+built with Go, started once for the bench; OTEL_EXPORTER_OTLP_ENDPOINT set, the
+SDK's default batching), its rows labelled `MODE+traces`; then one more table,
+tracing's overhead per N and mode: p50 and CPU seconds off and on, and the
+spans the collector received per reconcile. Default: `off`.
+
 `--ansible-core 2.18,2.21` runs all of that in each release's environment
 (scripts/ansible_env.py makes them, cached under ~/.cache/ansible-operator/venvs/,
 all on the newest Python found), one after the other on one cluster, and ends
@@ -62,8 +70,10 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kubernetes import client, config
 
@@ -74,6 +84,7 @@ from ansible_operator.testing.manifests import apply_manifests
 from ansible_operator.testing.operator import OperatorProcess
 
 HERE = Path(__file__).resolve().parent / "operator"
+TESTS = Path(__file__).resolve().parent.parent / "tests"
 ANSIBLE_ENV = Path(__file__).resolve().parent.parent / "scripts" / "ansible_env.py"
 GROUP, VERSION, PLURAL = "bench.ansible-operator.io", "v1alpha1", "memcacheds"
 # As the operator logs a run: its wall time, and how many tasks it ran (ok + changed are
@@ -105,6 +116,12 @@ class Result:
     ready_seconds: float = float("nan")  # process start -> first /readyz 200
     idle_pss_mib: float = float("nan")  # the whole tree, settled and quiet
     error: str = ""  # why this mode gave no figures
+    tracing: bool = False  # traces sent to a collector (--tracing on)
+    spans_per_reconcile: float = 0.0  # what the collector received, with tracing on
+
+    @property
+    def label(self) -> str:
+        return f"{self.mode}+traces" if self.tracing else self.mode
 
     @property
     def p50(self) -> float:
@@ -194,10 +211,11 @@ def measure(
     gather_facts: bool = False,
     limit: str = "none",
     quiet: float = 5.0,
+    collector: Any = None,  # otel_collector.Collector: tracing on, spans sent there
 ) -> Result:
-    result = Result(mode, objects, cpu_limit=limit)
+    result = Result(mode, objects, cpu_limit=limit, tracing=collector is not None)
     custom = client.CustomObjectsApi(api)
-    namespace = f"bench-{mode}-{uuid.uuid4().hex[:6]}"
+    namespace = f"bench-{mode}{'-traces' if collector else ''}-{uuid.uuid4().hex[:6]}"
     client.CoreV1Api(api).create_namespace(
         client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace))
     )
@@ -215,8 +233,10 @@ def measure(
         # Operator SDK's scaffolded manager.yaml sets ANSIBLE_GATHERING=explicit: roles
         # run without facts where its users deploy them.
         env={"WATCH_NAMESPACE": namespace}
-        | ({} if gather_facts else {"ANSIBLE_GATHERING": "explicit"}),
+        | ({} if gather_facts else {"ANSIBLE_GATHERING": "explicit"})
+        | ({"OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint} if collector else {}),
     )
+    spans_before = len(collector.spans()) if collector else 0
     peak = [0.0]
     sampling = threading.Event()
     sampler: threading.Thread | None = None
@@ -301,7 +321,10 @@ def measure(
         if sampler:
             sampler.join()
         result.peak_pss_mib = peak[0]
-        operator.stop()
+        operator.stop()  # flushes its last spans
+        if collector:
+            received = len(collector.spans()) - spans_before
+            result.spans_per_reconcile = received / (2 * objects + result.steady_runs)
         if group:
             group.remove()
         client.CoreV1Api(api).delete_namespace(namespace)
@@ -414,7 +437,9 @@ def limit_title(limit: str, results: list[Result]) -> str:
     return f"CPU limit: {limit} CPU" + (f" ({quota})" if quota else "")
 
 
-def report(results: list[Result], quiet: float = 5.0) -> None:
+def report(
+    results: list[Result], quiet: float = 5.0, cost: tuple[int, float] | None = None
+) -> None:
     """One table per CPU limit, in the order run."""
     for limit in dict.fromkeys(r.cpu_limit for r in results):
         subset = [r for r in results if r.cpu_limit == limit]
@@ -432,20 +457,148 @@ def report(results: list[Result], quiet: float = 5.0) -> None:
         "(ready s: the operator's start -> first /readyz 200; idle PSS: its whole process "
         f"tree in MiB, once nothing ran nor was queued for {quiet:.0f} s after the changes)"
     )
+    report_tracing(results, cost)
+
+
+def report_tracing(results: list[Result], cost: tuple[int, float] | None = None) -> None:
+    """Per CPU limit, N and mode measured with tracing off and on (each maybe more
+    than once, alternating: their objects pooled): what tracing costs."""
+    groups: dict[tuple[str, int, str, bool], list[Result]] = {}
+    for r in results:
+        if not r.error:
+            groups.setdefault((r.cpu_limit, r.objects, r.mode, r.tracing), []).append(r)
+    rows = [
+        (key, groups[key], groups[(*key[:3], True)])
+        for key in groups
+        if not key[3] and (*key[:3], True) in groups
+    ]
+    if not rows:
+        return
+
+    def change(off: float, on: float) -> str:
+        return f"{(on / off - 1) * 100:+.1f}%" if off else "n/a"
+
+    def pooled(runs: list[Result]) -> tuple[float, float, float, float]:
+        return (
+            statistics.median(x for r in runs for x in r.latencies),
+            statistics.median(x for r in runs for x in r.change_latencies),
+            statistics.mean(r.cpu_seconds for r in runs),
+            statistics.mean(r.spans_per_reconcile for r in runs),
+        )
+
+    print("\nTracing overhead: the same N and mode, traces off and on (sent to a real collector)")
+    print(
+        f"{'limit':>5} {'N':>4} {'mode':<10} {'runs':>5} {'p50 off':>8} {'p50 on':>8} {'p50':>7}  "
+        f"{'chg p50 off':>11} {'chg p50 on':>10} {'chg p50':>7}  "
+        f"{'CPU s off':>9} {'CPU s on':>8} {'CPU':>7}  {'spans/rec':>9}"
+    )
+    for (limit, count, mode, _), offs, ons in rows:
+        p50_off, chg_off, cpu_off, _ = pooled(offs)
+        p50_on, chg_on, cpu_on, spans = pooled(ons)
+        print(
+            f"{limit:>5} {count:>4} {mode:<10} {len(offs):>2}+{len(ons):<2} {p50_off:>8.2f} "
+            f"{p50_on:>8.2f} {change(p50_off, p50_on):>7}  {chg_off:>11.2f} {chg_on:>10.2f} "
+            f"{change(chg_off, chg_on):>7}  {cpu_off:>9.1f} {cpu_on:>8.1f} "
+            f"{change(cpu_off, cpu_on):>7}  {spans:>9.1f}"
+        )
+    if cost is not None:
+        spans, seconds = cost
+        print(
+            f"the spans of one reconcile ({spans}: reconcile, run, 8 tasks, 12 requests) cost "
+            f"{seconds * 1e3:.2f} ms of the operator's CPU, made and exported to the collector "
+            "(in this process, the SDK's defaults, averaged over 500)"
+        )
+
+
+def _event_time(ns: int) -> str:
+    """A time as ansible-runner stamps an event."""
+    seconds, rest = divmod(ns, 1_000_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{rest // 1000:06d}+00:00"
+
+
+def tracing_cpu(endpoint: str, reconciles: int = 500) -> tuple[int, float]:
+    """CPU seconds (every thread of this process: the exporter's too) that the spans of
+    one typical reconcile cost, made by the operator's own code (a run's events and
+    requests through RunTrace) with the real SDK, and exported to the collector."""
+    os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
+    from ansible_operator.observability.otel import OtelTracer
+    from ansible_operator.observability.request_spans import ApiRequest
+    from ansible_operator.observability.tracing import Tracing
+    from ansible_operator.runner.redaction import Redactor
+    from ansible_operator.runner.run_trace import RunTrace
+
+    tracer = OtelTracer.from_environment()
+    tracing = Tracing(tracer)
+    tasks, requests = 8, 12
+    started = time.process_time()
+    for index in range(reconciles):
+        reconcile = tracer.start(
+            "reconcile Memcached", parent=None, attributes={"k8s.object.name": f"m-{index}"}
+        )
+        with tracing.current_span(reconcile):
+            run = RunTrace(tracer, parent=tracing.current(), attributes={}, redactor=Redactor())
+            clock = time.time_ns()
+            for task in range(tasks):
+                data = {
+                    "task": f"Task {task}",
+                    "task_uuid": f"{index}-{task}",
+                    "host": "localhost",
+                    "task_path": f"/opt/ansible/roles/memcached/tasks/main.yml:{task * 8 + 1}",
+                    "task_action": "kubernetes.core.k8s",
+                    "role": "memcached",
+                }
+                begin, end = clock + task * 10_000_000, clock + task * 10_000_000 + 9_000_000
+                run.event(
+                    {"event": "runner_on_start", "created": _event_time(begin), "event_data": data}
+                )
+                for request in range(2 if task < requests - tasks else 1):
+                    at = begin + 1_000_000 + request
+                    run.request(
+                        ApiRequest(
+                            method="GET",
+                            path="/apis/apps/v1/namespaces/ns/deployments/m",
+                            group="apps",
+                            plural="deployments",
+                            subresource="",
+                            namespace="ns",
+                            name="m",
+                            watch=False,
+                            status=200,
+                            start_ns=at,
+                            end_ns=at + 1_000_000,
+                        )
+                    )
+                timing = {"start": _event_time(begin), "end": _event_time(end)}
+                run.event(
+                    {
+                        "event": "runner_on_ok",
+                        "created": _event_time(end),
+                        "event_data": {**data, **timing, "res": {"changed": True}},
+                    }
+                )
+            run.end({"ansible.run.status": "successful"})
+        reconcile.set({"reconcile.result": "succeeded"})
+        reconcile.end()
+    tracer.provider.force_flush()
+    seconds = (time.process_time() - started) / reconciles
+    tracer.provider.shutdown()
+    return 2 + tasks + requests, seconds
 
 
 def report_limit(results: list[Result]) -> None:
     print(
-        f"{'N':>4} {'mode':<10} {'p50 s':>7} {'p95 s':>7} {'max s':>7} {'makespan s':>10} "
+        f"{'N':>4} {'mode':<12} {'p50 s':>7} {'p95 s':>7} {'max s':>7} {'makespan s':>10} "
         f"{'CPU s':>7} {'peak MiB':>9} {'req/rec':>8} {'hits/rec':>8} {'steady runs':>11} "
         f"{'ms/task':>8} {'p50 x':>6} {'makespan x':>10}  "
         f"{'chg p50 s':>9} {'chg makespan s':>14} {'chg p50 x':>9} {'chg makespan x':>14}  "
         f"{'ready s':>7} {'idle PSS':>8}"
     )
-    reference = {r.objects: r for r in results if r.mode == "reference" and not r.error}
+    reference = {
+        r.objects: r for r in results if r.mode == "reference" and not r.tracing and not r.error
+    }
     for r in results:
         if r.error:
-            print(f"{r.objects:>4} {r.mode:<10} failed: {r.error}")
+            print(f"{r.objects:>4} {r.label:<12} failed: {r.error}")
             continue
         ordered = sorted(r.latencies)
         p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
@@ -455,7 +608,7 @@ def report_limit(results: list[Result]) -> None:
         change_ratio = base.change_p50 / r.change_p50 if base else float("nan")
         change_makespan_ratio = base.change_makespan / r.change_makespan if base else float("nan")
         print(
-            f"{r.objects:>4} {r.mode:<10} {r.p50:>7.2f} {p95:>7.2f} {max(ordered):>7.2f} "
+            f"{r.objects:>4} {r.label:<12} {r.p50:>7.2f} {p95:>7.2f} {max(ordered):>7.2f} "
             f"{r.makespan:>10.2f} {r.cpu_seconds:>7.1f} {r.peak_pss_mib:>9.0f} "
             f"{r.requests_per_reconcile:>8.1f} {r.cache_hits_per_reconcile:>8.1f} "
             f"{r.steady_runs:>11} {r.per_task_ms:>8.0f} "
@@ -582,35 +735,71 @@ def report_releases_limit(releases: list[Release], modes: list[str]) -> None:
         print(f"  {failure}")
 
 
-def measure_all(kubeconfig: Path, args: argparse.Namespace) -> list[Result]:
-    """Every N in every mode, in this environment; a mode that fails is
-    reported and the others still run."""
+def measure_all(
+    kubeconfig: Path, args: argparse.Namespace
+) -> tuple[list[Result], tuple[int, float] | None]:
+    """Every N in every mode (and tracing setting), in this environment; a mode
+    that fails is reported and the others still run. With tracing, also what the
+    spans of one reconcile cost in CPU (`tracing_cpu`)."""
     results = []
-    with config.new_client_from_config(str(kubeconfig)) as api:
+    tracings = [setting == "on" for setting in args.tracing.split(",")]
+    with contextlib.ExitStack() as stack, config.new_client_from_config(str(kubeconfig)) as api:
+        collector = stack.enter_context(started_collector()) if any(tracings) else None
         apply_manifests(api, HERE / "crd.yaml")
         for limit in args.cpu_limit.split(","):
             for count in (int(n) for n in args.objects.split(",")):
                 for mode in args.modes.split(","):
-                    what = f"N={count} mode={mode} cpu-limit={limit}"
-                    print(f"{what} ...", file=sys.stderr)
-                    try:
-                        results.append(
-                            measure(
-                                kubeconfig,
-                                api,
-                                mode,
-                                count,
-                                args.concurrency,
-                                args.steady,
-                                gather_facts=args.gather_facts,
-                                limit=limit,
-                                quiet=args.quiet,
+                    for traced in tracings:
+                        what = f"N={count} mode={mode} cpu-limit={limit} tracing={traced}"
+                        print(f"{what} ...", file=sys.stderr)
+                        try:
+                            results.append(
+                                measure(
+                                    kubeconfig,
+                                    api,
+                                    mode,
+                                    count,
+                                    args.concurrency,
+                                    args.steady,
+                                    gather_facts=args.gather_facts,
+                                    limit=limit,
+                                    quiet=args.quiet,
+                                    collector=collector if traced else None,
+                                )
                             )
-                        )
-                    except BenchFailed as failure:
-                        print(f"{what} failed: {failure}", file=sys.stderr)
-                        results.append(Result(mode, count, cpu_limit=limit, error=str(failure)))
-    return results
+                        except BenchFailed as failure:
+                            print(f"{what} failed: {failure}", file=sys.stderr)
+                            results.append(
+                                Result(
+                                    mode, count, cpu_limit=limit, error=str(failure), tracing=traced
+                                )
+                            )
+        cost = tracing_cpu(collector.endpoint) if collector is not None else None
+    return results, cost
+
+
+@contextlib.contextmanager
+def started_collector() -> Iterator[Any]:
+    """The OpenTelemetry Collector the traced operators send to (tools/otel-collector)."""
+    sys.path.insert(0, str(TESTS))
+    from go_tools import built
+    from otel_collector import Collector
+
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-collector-") as directory,
+        Collector(built("otel-collector"), Path(directory)).start() as collector,
+    ):
+        print(f"collector listening at {collector.endpoint}", file=sys.stderr)
+        yield collector
+
+
+def tracings(text: str) -> str:
+    """--tracing: a comma list of `off` and `on`, in the order to run them (repeats
+    too: `off,on,off,on` alternates, and the overhead pools each setting's runs)."""
+    settings = [part.strip().lower() for part in text.split(",") if part.strip()]
+    if not settings or any(setting not in ("off", "on") for setting in settings):
+        raise argparse.ArgumentTypeError(f"{text!r}: a comma list of off and on")
+    return ",".join(settings)
 
 
 def cpu_limits(text: str) -> str:
@@ -661,8 +850,17 @@ def main() -> None:
         help="gather facts in every run (default: ANSIBLE_GATHERING=explicit, as Operator "
         "SDK's scaffolded manager.yaml sets)",
     )
+    parser.add_argument(
+        "--tracing",
+        type=tracings,
+        default="off",
+        help="comma list of off and on: each N and mode measured with OpenTelemetry traces "
+        "off and on (sent to a real collector), and tracing's overhead reported",
+    )
     parser.add_argument("--results-json", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.ansible_core and args.tracing != "off":
+        parser.error("--tracing compares in this environment: leave out --ansible-core")
     if any(limit != "none" for limit in args.cpu_limit.split(",")) and (
         reason := cpu_limit.unavailable_reason(limited=True)
     ):
@@ -684,7 +882,7 @@ def main() -> None:
                 release.error for release in releases
             )
             sys.exit(1 if failed else 0)
-        results = measure_all(cluster.kubeconfig, args)
+        results, cost = measure_all(cluster.kubeconfig, args)
     if args.results_json:
         args.results_json.write_text(
             json.dumps(
@@ -696,7 +894,7 @@ def main() -> None:
             )
         )
     print(f"\n{setting}, ansible-core {importlib.metadata.version('ansible-core')}")
-    report(results, args.quiet)
+    report(results, args.quiet, cost)
     sys.exit(1 if any(r.error for r in results) else 0)
 
 

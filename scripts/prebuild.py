@@ -39,7 +39,7 @@ def main() -> int:
     sys.path.insert(0, str(ROOT / "tests"))
     from go_tools import built
 
-    for tool in ("kstatus-check", "bundle-validate"):
+    for tool in ("kstatus-check", "bundle-validate", "otel-collector"):
         step(f"tools/{tool}", lambda tool=tool: built(tool))
     reason = node_unavailable_reason()
     if reason:

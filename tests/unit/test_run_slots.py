@@ -81,6 +81,22 @@ async def test_a_slot_given_to_a_waiter_cancelled_before_it_ran_goes_to_the_next
     assert leaving.cancelled() and slots.waiting == 0 and slots.free == 0
 
 
+async def test_a_waiter_cancelled_with_the_holder_is_passed_over() -> None:
+    # Both cancelled at once (the operator stopping): the waiter's future is
+    # cancelled before the holder's release runs, its task leaves only after.
+    slots = RunSlots(1)
+    runs = Runs(slots)
+    first = await runs.queued("first", 0)
+    leaving = await runs.queued("leaving", 0)
+    last = await runs.queued("last", 0)
+    first.cancel()
+    leaving.cancel()
+    await asyncio.wait({first, leaving}, timeout=5)
+    assert first.cancelled() and leaving.cancelled()
+    await drained(runs, [last])
+    assert runs.started == ["first", "last"] and slots.waiting == 0 and slots.free == 1
+
+
 async def test_the_priority_is_the_contexts_and_zero_outside_one() -> None:
     assert current_priority() == 0
     with prioritized(-100):

@@ -64,6 +64,7 @@ from ansible_operator.manager.metrics_auth import (
 from ansible_operator.manager.unserved import UnservedKinds
 from ansible_operator.observability.loop_watchdog import LoopWatchdog
 from ansible_operator.observability.metrics import Metrics
+from ansible_operator.observability.tracing import OFF, Tracing, from_environment
 from ansible_operator.project.watch_admission import WatchAdmission
 from ansible_operator.project.watches import Watch, Webhook
 from ansible_operator.proxy.server import ApiProxy
@@ -131,6 +132,7 @@ class Manager:
         self._sites: list[web.AppRunner] = []
         self.bound: dict[str, tuple[str, int]] = {}
         self._background: set[asyncio.Task[None]] = set()
+        self.tracing: Tracing = OFF  # OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT set: on (run)
 
     # ----- servers -----------------------------------------------------------
     async def _serve(
@@ -239,6 +241,10 @@ class Manager:
             # mkdtemp creates it 0700: the event socket inside is ours alone.
             scratch = Path(tempfile.mkdtemp(prefix="ansible-operator-"))
             started.callback(shutil.rmtree, scratch, ignore_errors=True)
+            # Off unless an OTLP endpoint is set (then the SDK is imported); stopped
+            # last, once every run has ended: its spans are flushed.
+            self.tracing = from_environment()
+            started.push_async_callback(self.tracing.shutdown)
             # Reads ansible-core's variable names in a child process meanwhile.
             admission = WatchAdmission(Path.cwd(), os.environ, assigned=assigned_places)
             admission.start()
@@ -269,6 +275,7 @@ class Manager:
                 runner=host,
                 admission=admission,
                 dependents=self.dependents,
+                tracing=self.tracing,
             )
             warm = functools.partial(self._start_caches, started, shared)
             elector = None
@@ -360,6 +367,7 @@ class Manager:
             metrics=self.metrics,
             max_runs=self._global_cap(),
             launcher=self._launcher(scratch),
+            tracing=self.tracing,
         )
         await host.start()
         started.push_async_callback(host.stop)

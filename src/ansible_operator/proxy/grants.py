@@ -11,11 +11,14 @@ import asyncio
 import secrets
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ansible_operator.kube.types import Owner
 from ansible_operator.runner.rbac_refusal import Refusals
 from ansible_operator.runner.string_fields import Coercions
+
+if TYPE_CHECKING:
+    from ansible_operator.runner.run_trace import RunTrace
 
 
 @dataclass
@@ -36,6 +39,11 @@ class Grant:
     coercions: Coercions = field(default_factory=Coercions)
     # The conditions it wrote to its owner's status, by type (rules/owner_conditions.py).
     owner_conditions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # With tracing on: the run's trace, given each request's span (rules/trace.py).
+    trace: RunTrace | None = None
+
+    def traced(self, trace: RunTrace) -> None:
+        self.trace = trace
 
 
 class Grants:
@@ -52,9 +60,9 @@ class Grants:
         grant = self._by_token[token] = Grant(owner, writes, owns, dry_run)
 
         def revoke() -> None:
-            grant = self._by_token.pop(token, None)
-            if grant is not None:
-                grant.revoked.set()
+            held = self._by_token.pop(token, None)
+            if held is not None:
+                held.revoked.set()
 
         return token, revoke, grant
 

@@ -23,10 +23,12 @@ from ansible_operator.proxy.rules.path import check_path
 from ansible_operator.proxy.rules.read_only import refuse_writes_of_read_only_runs
 from ansible_operator.proxy.rules.refusals import record_refusals
 from ansible_operator.proxy.rules.string_fields import coerce_string_fields_of_writes
+from ansible_operator.proxy.rules.trace import trace_request
 from ansible_operator.proxy.rules.tunnel import relay_tunnels
 
 RULES: tuple[Rule, ...] = (
     authenticate,  # 401 without a live run's token
+    trace_request,  # with tracing on: a span per request, in its run's trace
     refuse_other_identities,  # 403 for Impersonate-* and X-Remote-* headers
     check_path,  # 400 for a path two decoders could read differently
     refuse_writes_of_read_only_runs,  # 403 for a write of a read-only run, or a preview's not dry

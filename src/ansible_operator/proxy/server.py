@@ -98,6 +98,7 @@ class ApiProxy:
             refusals=issued.refusals,
             coercions=issued.coercions,
             owner_conditions=issued.owner_conditions,
+            traced=issued.traced,
         )
 
     # ----- lifecycle -----------------------------------------------------------

@@ -25,6 +25,7 @@ from ansible_operator.kube.api import Api
 from ansible_operator.kube.client import ApiError
 from ansible_operator.kube.types import Owner, Resource
 from ansible_operator.observability.metrics import Metrics
+from ansible_operator.observability.tracing import OFF, Tracing
 from ansible_operator.project.admission import RunVariables
 from ansible_operator.project.reserved_vars import RefusedData
 from ansible_operator.project.watch_admission import WatchAdmission
@@ -34,6 +35,7 @@ from ansible_operator.reconciler.annotations import AnnotationError, object_sett
 from ansible_operator.reconciler.events import record_event
 from ansible_operator.reconciler.role_conditions import conditions_named
 from ansible_operator.reconciler.status import ObjectGone, write_conditions
+from ansible_operator.reconciler.traced import reconcile_failed, step, traced
 from ansible_operator.runner.plan import new_ident
 from ansible_operator.runner.rbac_refusal import RbacRefusal, describe_all
 from ansible_operator.runner.result import RunResult
@@ -71,6 +73,7 @@ class Shared:
     # Set: the object's status, finalizers and Events are left alone, and this
     # hears what would have been written instead (`reconcile` without --write-status).
     would_write: WouldWrite | None = None
+    tracing: Tracing = OFF  # a trace per reconcile (reconciler/traced.py), when on
 
 
 class AnsibleReconciler:
@@ -109,6 +112,12 @@ class AnsibleReconciler:
         if cached is None:
             self._forget(key)
             return Outcome()
+        tracing = self.shared.tracing
+        if tracing.tracer is not None:
+            return await traced(tracing, self.watch, cached, lambda: self._reconcile(key, cached))
+        return await self._reconcile(key, cached)
+
+    async def _reconcile(self, key: ObjectKey, cached: dict[str, Any]) -> Outcome:
         deleting = bool(cached["metadata"].get("deletionTimestamp"))
         finalizer = self.watch.finalizer
         if deleting and (finalizer is None or not has_finalizer(cached, finalizer.name)):
@@ -150,7 +159,8 @@ class AnsibleReconciler:
             and finalizer is not None
             and not has_finalizer(obj, finalizer.name)
         ):
-            updated = await add_finalizer(self.shared.api, self.resource, obj, finalizer.name)
+            with step(self.shared.tracing, "add finalizer"):
+                updated = await add_finalizer(self.shared.api, self.resource, obj, finalizer.name)
             if updated is None:
                 return Outcome()
             obj = updated
@@ -198,7 +208,10 @@ class AnsibleReconciler:
                 finalizer.name,
                 object_fields(obj),
             )
-            remaining = await remove_finalizer(self.shared.api, self.resource, obj, finalizer.name)
+            with step(self.shared.tracing, "remove finalizer"):
+                remaining = await remove_finalizer(
+                    self.shared.api, self.resource, obj, finalizer.name
+                )
             if remaining is None or not (remaining.get("metadata") or {}).get("deletionTimestamp"):
                 return Outcome(run=result)
             obj = remaining
@@ -209,7 +222,8 @@ class AnsibleReconciler:
         """The run's variables, or None once a refusal is reported (a Failure and an
         Event naming each key): project/admission.py."""
         try:
-            return await self.shared.admission.admit(self.watch, obj, deleting=deleting)
+            with step(self.shared.tracing, "admit"):
+                return await self.shared.admission.admit(self.watch, obj, deleting=deleting)
         except RefusedData as refused:
             # Not run, and no retry mends it: only a change of the object.
             await self._fail(obj, f"not run: {refused}", reason=refused.reason, stalled=True)
@@ -304,6 +318,7 @@ class AnsibleReconciler:
         stalled: bool = False,
     ) -> None:
         log.error("reconcile failed %s reason=%s message=%r", object_fields(obj), reason, message)
+        reconcile_failed(reason, message)
         if self.writes_status:
             failure = conditions.failed(
                 message, ansible_result, reason, generation=generation_of(obj), stalled=stalled
@@ -317,7 +332,8 @@ class AnsibleReconciler:
     ) -> None:
         self._would("Event", (("Warning" if warning else "Normal"), reason, message))
         if not self.dry_run:
-            await record_event(self.shared.api, obj, reason, message, warning=warning)
+            with step(self.shared.tracing, "record event", **{"k8s.event.reason": reason}):
+                await record_event(self.shared.api, obj, reason, message, warning=warning)
 
     async def _interrupted(self, obj: dict[str, Any]) -> None:
         message = "the operator stopped during this run; it runs again when the operator starts"
@@ -350,15 +366,16 @@ class AnsibleReconciler:
             self._would("status", updates)
             return
         namespace = metadata.get("namespace")
-        await write_conditions(
-            self.shared.api,
-            self.resource,
-            namespace,
-            metadata["name"],
-            updates,
-            observed_generation=metadata.get("generation") if observe else None,
-            known=known or self.reader.get(namespace or None, metadata["name"]),
-        )
+        with step(self.shared.tracing, "write status"):
+            await write_conditions(
+                self.shared.api,
+                self.resource,
+                namespace,
+                metadata["name"],
+                updates,
+                observed_generation=metadata.get("generation") if observe else None,
+                known=known or self.reader.get(namespace or None, metadata["name"]),
+            )
 
     def _forget(self, key: ObjectKey) -> None:
         """The object is gone: its metric series and remembered warnings go with it."""

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ansible_operator.kube.types import Owner
 from ansible_operator.runner.rbac_refusal import Refusals
 from ansible_operator.runner.string_fields import Coercions
+
+if TYPE_CHECKING:
+    from ansible_operator.runner.run_trace import RunTrace
 
 
 @dataclass
@@ -28,6 +31,8 @@ class RunAccess:
     coercions: Coercions = field(default_factory=Coercions)
     # The conditions the run wrote to its owner's status, by type (the proxy's record).
     owner_conditions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # With tracing on: the run's trace, which the proxy adds each request's span to.
+    traced: Callable[[RunTrace], None] = lambda _trace: None
 
 
 class AccessProvider(Protocol):

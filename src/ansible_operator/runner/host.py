@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ansible_operator.observability.metrics import Metrics
+from ansible_operator.observability.tracing import OFF, Tracing
 from ansible_operator.runner import cgroups, disk_budget, rundir
 from ansible_operator.runner.access import AccessProvider
 from ansible_operator.runner.configuration import (
@@ -51,6 +52,7 @@ from ansible_operator.runner.process import execute
 from ansible_operator.runner.receiver import EventReceiver, EventSink
 from ansible_operator.runner.redaction import Redactor
 from ansible_operator.runner.result import RunResult
+from ansible_operator.runner.run_trace import RunTrace, run_outcome, start_run_trace, waiting
 from ansible_operator.runner.slots import RunSlots
 from ansible_operator.runner.tasklog import TaskLogger
 from ansible_operator.settings import Settings
@@ -105,6 +107,7 @@ class RunnerHost:
         contain: bool = True,  # a cgroup per run, where the operator may make them
         live_output: LiveOutput | None = None,  # `reconcile`: Ansible's own output
         shown: ShownOutput | None = None,  # `reconcile --check`: its diffs cleaned
+        tracing: Tracing = OFF,  # spans of runs, tasks and API requests (observability/)
     ) -> None:
         self.settings = settings
         self.access = access
@@ -115,6 +118,7 @@ class RunnerHost:
         self.contain = contain
         self.live_output = live_output
         self.shown: ShownOutput = shown or (lambda event, redactor: redactor.stdout(event))
+        self.tracing = tracing
         self.receiver = EventReceiver(scratch / "events.sock", on_metric=metrics.user_metric)
         # Given by priority, the context's (slots.py): an edit's run before a list's.
         self._run_slots = RunSlots(max_runs)
@@ -162,12 +166,22 @@ class RunnerHost:
         after the run's summary and task log did. Raises RunStopped (stopping.py)
         when the reconcile it runs for is stopped; CancelledError kills the run."""
         settings = self.settings
-        mode = await self.launcher.mode()
-        access = self.access.grant(
-            plan.owner, writes=plan.writes, owns=plan.owns, dry_run=plan.dry_run
-        )
         # What the run must not let out: its credentials, then what its events teach.
         redactor = Redactor(public=(plan.owner.namespace, plan.owner.name))
+        trace = start_run_trace(self.tracing, plan, redactor)  # None: tracing off
+        try:
+            with waiting(trace, "wait for the runner"):  # a warm runner still starting
+                mode = await self.launcher.mode()
+            access = self.access.grant(
+                plan.owner, writes=plan.writes, owns=plan.owns, dry_run=plan.dry_run
+            )
+        except BaseException:
+            if trace is not None:
+                trace.end(*run_outcome(None))
+            raise
+        if trace is not None:
+            trace.span.set({"ansible.run.mode": mode.name})
+            access.traced(trace)
         for credential in credentials(access.kubeconfig):
             redactor.add(credential)
         # Written by `handle` alone, for each event; the process only reads it.
@@ -187,6 +201,8 @@ class RunnerHost:
         def handle(event: dict[str, Any]) -> None:
             summary.add(event)
             task_log.handle(event)
+            if trace is not None:
+                trace.event(event)
             if live_output is not None and event.get("stdout"):
                 live_output(shown(event, redactor))
             if on_event is not None:
@@ -199,6 +215,7 @@ class RunnerHost:
         if self.disk is not None:
             self.disk.begin(plan.ident, artifacts)  # before its directories are made
         run_dir: rundir.RunDir | None = None
+        result: RunResult | None = None
         try:
             config = configure(
                 plan,
@@ -211,7 +228,7 @@ class RunnerHost:
             )
             run_dir = config.spec.run_dir  # removed below, even if writing it fails
             rundir.write(run_dir, config.inputs)
-            async with self._slot(plan):
+            async with self._slot(plan, trace):
                 if self.disk is not None:  # in the slot: room for runs that run, not wait
                     await asyncio.to_thread(self._make_room, plan, run_dir)
                 result = await execute(
@@ -221,6 +238,8 @@ class RunnerHost:
                     groups=self._run_groups or None,
                 )
         finally:
+            if trace is not None:
+                trace.end(*run_outcome(result))
             self.receiver.close_channel(channel)
             access.revoke()
             self._in_flight.discard(plan.ident)
@@ -232,6 +251,7 @@ class RunnerHost:
             finally:
                 if self.disk is not None:  # cancelled or not: it is no longer in flight
                     await asyncio.to_thread(self._settle, plan, artifacts)
+        assert result is not None  # execute returned
         if access.owner_conditions:
             result = dataclasses.replace(result, owner_conditions=dict(access.owner_conditions))
         if plan.capped:
@@ -239,13 +259,16 @@ class RunnerHost:
         return result
 
     @contextlib.asynccontextmanager
-    async def _slot(self, plan: RunPlan) -> AsyncIterator[None]:
+    async def _slot(self, plan: RunPlan, trace: RunTrace | None) -> AsyncIterator[None]:
         """A capped run: one of the host's slots, counted in flight while it runs."""
         if not plan.capped:
             yield
             return
         in_flight = self.metrics.runs_in_flight.labels(plan.label)
-        async with self._run_slots.held():
+        async with contextlib.AsyncExitStack() as held:
+            # The span covers the wait alone; the slot is held until the run ends.
+            with waiting(trace, "wait for a run slot"):
+                await held.enter_async_context(self._run_slots.held())
             in_flight.inc()
             try:
                 log.info("run started %s run=%s", plan.described, plan.ident)

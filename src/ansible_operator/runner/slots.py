@@ -83,11 +83,15 @@ class RunSlots:
         except asyncio.CancelledError:
             if waiter.granted.done() and not waiter.granted.cancelled():
                 self._release()  # given a slot it will not use: the next one's
-            else:
+            elif waiter in self._waiters:  # else a release passed it over already
                 self._waiters.remove(waiter)
             raise
 
     def _release(self) -> None:
+        # A waiter whose task was cancelled has its future cancelled at once, but
+        # leaves the list only when its task next runs: a release in between (its
+        # holder cancelled with it, as when the operator stops) passes it over.
+        self._waiters = [waiter for waiter in self._waiters if not waiter.granted.done()]
         if not self._waiters:
             self.free += 1
             return
