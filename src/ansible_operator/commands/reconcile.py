@@ -4,6 +4,7 @@
     ansible-operator reconcile -f memcached.yaml          # apply it (it must exist), reconcile it
     ansible-operator reconcile -f memcached.yaml --create # ... creating it if it does not
     ansible-operator reconcile Memcached/mc --check       # a preview: nothing is written
+    ansible-operator reconcile Memcached/mc --debugger    # Ansible's task debugger on a failure
 
 The run goes through the same proxy as in the operator (owner references
 injected), prints Ansible's own output live, then the conditions. What the
@@ -14,6 +15,8 @@ reconciling it too: the conditions printed are those the run would write.
 server-side dry run (the proxy refuses any other), so defaults and admission
 webhooks show in the diffs, which leave out the server's bookkeeping
 (managedFields, resourceVersion) and Secret data (reconcile_output.py).
+`--debugger` runs Ansible on this terminal (runner/terminal.py) with its
+task debugger on: a failed task stops at its prompt, for whoever is there.
 An error from the API server or the file is one line naming it; exit 2.
 Exit code 0 when the run succeeded, 1 when it failed.
 """
@@ -55,6 +58,7 @@ from ansible_operator.proxy.server import ApiProxy
 from ansible_operator.reconciler import conditions
 from ansible_operator.reconciler.ansible_reconciler import AnsibleReconciler, Shared
 from ansible_operator.runner.host import RunnerHost
+from ansible_operator.runner.launcher import TerminalLauncher
 from ansible_operator.settings import AnsibleSettings, RunSettings, Settings, WatchingSettings
 from ansible_operator.settings.ansible import facts_skipped
 from ansible_operator.settings.flags import add_flags, flag_value
@@ -112,6 +116,12 @@ def add_reconcile_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="write the conditions (and finalizers, Events) to the object, as the operator "
         "does; by default they are printed and the object is left alone",
+    )
+    parser.add_argument(
+        "--debugger",
+        action="store_true",
+        help="open Ansible's task debugger on a failed task, on this terminal (as "
+        "`debugger: on_failed`): p task.args, r(edo), c(ontinue), q(uit)",
     )
     parser.add_argument(
         "-v", "--verbose", action="count", default=0, help="Ansible verbosity (-v ... -vvvvvv)"
@@ -318,6 +328,12 @@ async def reconcile_once(args: argparse.Namespace) -> int:
             if watching.impersonate:
                 config.impersonate = watching.impersonate
                 await verify_impersonation(api)
+            if args.debugger:
+                print(
+                    "ansible-operator: Ansible's task debugger opens on a failed task: "
+                    "p task.name, p task.args, p task_vars['x'], r (redo), c (continue), q (quit)",
+                    flush=True,
+                )
             # Started in order, stopped in reverse, as the manager's parts.
             async with contextlib.AsyncExitStack() as started:
                 proxy = ApiProxy(config, mapper, port=0)
@@ -332,7 +348,9 @@ async def reconcile_once(args: argparse.Namespace) -> int:
                     metrics=metrics,
                     max_runs=1,
                     contain=False,  # the command ends with its run: nothing outlives it
-                    live_output=_print_output,
+                    # With the debugger, the run shows its output on the terminal itself.
+                    launcher=TerminalLauncher() if args.debugger else None,
+                    live_output=None if args.debugger else _print_output,
                     shown=PreviewOutput() if args.check else None,
                 )
                 await host.start()
