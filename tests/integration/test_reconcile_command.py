@@ -219,3 +219,26 @@ def test_a_number_where_kubernetes_wants_a_string_is_sent_as_218s_with_a_warning
         and "add `| string` to it" in e.message
         for e in warned
     )
+
+
+def test_a_reconcile_forked_from_a_warm_runner_made_for_it_does_the_same(
+    kube_cluster: Cluster,
+    test_crds: None,
+    kube_api: client.ApiClient,
+    kube_namespace: str,
+    tmp_path: Path,
+) -> None:
+    result = reconcile(
+        kube_cluster,
+        "--create",
+        "--runner-mode",
+        "warm",
+        "-n",
+        kube_namespace,
+        obj=greeting("warm", greetingMessage="hot"),
+        tmp_path=tmp_path,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "TASK [greeting : Write the greeting ConfigMap]" in result.stdout
+    assert "reconcile of Greeting warm succeeded" in result.stdout
+    assert config_map(kube_api, kube_namespace, "warm-greeting")["message"] == "hot!"

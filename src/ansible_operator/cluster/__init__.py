@@ -14,11 +14,16 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ansible_operator.cluster.build import BuildError, ensure_binary
 from ansible_operator.cluster.local import Binaries, ControlPlaneError, LocalControlPlane
-from ansible_operator.cluster.node import LocalNode, node_unavailable_reason
 from ansible_operator.kube.config import KubeConfig, KubeConfigError, load_config
+
+# The node imports the kubernetes client (a third of a second): `provide` with
+# a node loads it; `connect_config`, which every command calls, does not.
+if TYPE_CHECKING:
+    from ansible_operator.cluster.node import LocalNode
 
 __all__ = [
     "BuildError",
@@ -88,6 +93,8 @@ def provide(
             )
         reason = None
         if node:
+            from ansible_operator.cluster.node import node_unavailable_reason
+
             reason = (
                 "envtest binaries have no kubelet" if source == "envtest" else None
             ) or node_unavailable_reason()
@@ -99,6 +106,8 @@ def provide(
         path = plane.start(progress=progress)
         local_node = None
         if with_node:
+            from ansible_operator.cluster.node import LocalNode
+
             local_node = LocalNode(plane)
             local_node.start(progress=progress)
             stack.callback(local_node.stop)

@@ -4,6 +4,7 @@
     ansible-operator reconcile -f memcached.yaml          # apply it (it must exist), reconcile it
     ansible-operator reconcile -f memcached.yaml --create # ... creating it if it does not
     ansible-operator reconcile Memcached/mc --check       # a preview: nothing is written
+    ansible-operator reconcile Memcached/mc --debugger    # Ansible's task debugger on a failure
 
 The run goes through the same proxy as in the operator (owner references
 injected), prints Ansible's own output live, then the conditions. What the
@@ -14,6 +15,8 @@ reconciling it too: the conditions printed are those the run would write.
 server-side dry run (the proxy refuses any other), so defaults and admission
 webhooks show in the diffs, which leave out the server's bookkeeping
 (managedFields, resourceVersion) and Secret data (reconcile_output.py).
+`--debugger` runs Ansible on this terminal (runner/terminal.py) with its
+task debugger on: a failed task stops at its prompt, for whoever is there.
 An error from the API server or the file is one line naming it; exit 2.
 Exit code 0 when the run succeeded, 1 when it failed.
 """
@@ -37,7 +40,7 @@ from ansible_operator.cluster import connect_config
 from ansible_operator.commands.reconcile_output import PreviewOutput
 from ansible_operator.controller.reconcile import ObjectKey
 from ansible_operator.kube.client import ApiClient, ApiError
-from ansible_operator.kube.config import KubeConfigError
+from ansible_operator.kube.config import KubeConfig, KubeConfigError
 from ansible_operator.kube.discovery import RestMapper
 from ansible_operator.kube.impersonation import verify_impersonation
 from ansible_operator.kube.types import Resource
@@ -54,7 +57,15 @@ from ansible_operator.project.watches import (
 from ansible_operator.proxy.server import ApiProxy
 from ansible_operator.reconciler import conditions
 from ansible_operator.reconciler.ansible_reconciler import AnsibleReconciler, Shared
+from ansible_operator.runner.configuration import RunMode, RunSpec
 from ansible_operator.runner.host import RunnerHost
+from ansible_operator.runner.launcher import (
+    Launcher,
+    ReferenceLauncher,
+    StartedRun,
+    TerminalLauncher,
+)
+from ansible_operator.runner.warm.launcher import WarmLauncher
 from ansible_operator.settings import AnsibleSettings, RunSettings, Settings, WatchingSettings
 from ansible_operator.settings.ansible import facts_skipped
 from ansible_operator.settings.flags import add_flags, flag_value
@@ -102,6 +113,14 @@ def add_reconcile_arguments(parser: argparse.ArgumentParser) -> None:
     # The flags `run` has too, declared with its settings.
     add_flags(parser, only=["--watches-file", "--kubeconfig", "--as"])
     parser.add_argument(
+        "--runner-mode",
+        choices=("reference", "warm"),
+        default="reference",
+        help="reference (default): one fresh ansible-runner, the least to start for one run; "
+        "warm: a warm runner made for this run (less CPU in the play, more to start and stop; "
+        "bench/local_reconcile.py compares them)",
+    )
+    parser.add_argument(
         "--check",
         action="store_true",
         help="a preview: Ansible check mode with diffs, every write sent as a server-side "
@@ -112,6 +131,12 @@ def add_reconcile_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="write the conditions (and finalizers, Events) to the object, as the operator "
         "does; by default they are printed and the object is left alone",
+    )
+    parser.add_argument(
+        "--debugger",
+        action="store_true",
+        help="open Ansible's task debugger on a failed task, on this terminal (as "
+        "`debugger: on_failed`): p task.args, r(edo), c(ontinue), q(uit)",
     )
     parser.add_argument(
         "-v", "--verbose", action="count", default=0, help="Ansible verbosity (-v ... -vvvvvv)"
@@ -277,6 +302,46 @@ class WouldWrite:
             print(f"would write {line}")
 
 
+class BegunLauncher:
+    """The run's launcher, begun before the host starts: the warm runner
+    imports Ansible (seconds) while the object is read and the proxy starts."""
+
+    def __init__(self, launcher: Launcher) -> None:
+        self.launcher = launcher
+        launcher.begin()
+
+    def begin(self) -> None:
+        pass  # begun already
+
+    async def mode(self) -> RunMode:
+        return await self.launcher.mode()
+
+    async def start(self, spec: RunSpec) -> StartedRun:
+        return await self.launcher.start(spec)
+
+    async def stop(self) -> None:
+        await self.launcher.stop()
+
+
+def launcher_of(
+    args: argparse.Namespace, settings: Settings, watches: list[Watch], scratch: Path
+) -> Launcher:
+    """How the run starts: on this terminal (--debugger), forked from a warm
+    runner made for it (--runner-mode warm: Ansible and the modules' imports
+    start at once, beside the command's own work), or afresh."""
+    if args.debugger:
+        return TerminalLauncher()
+    if settings.runs.runner_mode != "warm":
+        return ReferenceLauncher()
+    targets = []
+    for watch in watches:
+        if watch.playbook is not None:
+            targets.append({"playbook": str(watch.playbook)})
+        elif watch.role is not None:
+            targets.append({"role": str(watch.role)})
+    return WarmLauncher(settings=settings, scratch=scratch, metrics=Metrics(), targets=targets)
+
+
 def settings_of(args: argparse.Namespace) -> Settings:
     return Settings(
         watching=WatchingSettings(
@@ -290,8 +355,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
             check_mode=args.check,
             skip_facts=facts_skipped(os.environ),
         ),
-        # One run: a warm runner would cost more than it saves.
-        runs=RunSettings(run_timeout=args.timeout, runner_mode="reference"),
+        runs=RunSettings(run_timeout=args.timeout, runner_mode=args.runner_mode),
     )
 
 
@@ -306,70 +370,93 @@ async def reconcile_once(args: argparse.Namespace) -> int:
     for warning in templated_cluster_data(watches):
         print(f"ansible-operator: warning: {warning}", file=sys.stderr)
     config = connect_config(watching.kubeconfig)
-    would_write = None if args.write_status else WouldWrite()
     with tempfile.TemporaryDirectory(prefix="ansible-operator-reconcile-") as scratch:
-        async with ApiClient(config) as api:
-            mapper = RestMapper(api)
-            # The object (`-f`) is applied as you, as `kubectl apply` would; the
-            # reconcile is the operator's, so `--as` takes effect from here on.
-            watch, resource, obj = await load_target(
-                args, api, mapper, watches, config.namespace or "default"
+        async with contextlib.AsyncExitStack() as begun:
+            launcher = BegunLauncher(launcher_of(args, settings, watches, Path(scratch)))
+            begun.push_async_callback(launcher.stop)
+            return await _reconcile(args, settings, watches, config, launcher, Path(scratch))
+
+
+async def _reconcile(
+    args: argparse.Namespace,
+    settings: Settings,
+    watches: list[Watch],
+    config: KubeConfig,
+    launcher: Launcher,
+    scratch: Path,
+) -> int:
+    watching = settings.watching
+    would_write = None if args.write_status else WouldWrite()
+    async with ApiClient(config) as api:
+        mapper = RestMapper(api)
+        # The object (`-f`) is applied as you, as `kubectl apply` would; the
+        # reconcile is the operator's, so `--as` takes effect from here on.
+        watch, resource, obj = await load_target(
+            args, api, mapper, watches, config.namespace or "default"
+        )
+        if watching.impersonate:
+            config.impersonate = watching.impersonate
+            await verify_impersonation(api)
+        if args.debugger:
+            print(
+                "ansible-operator: Ansible's task debugger opens on a failed task: "
+                "p task.name, p task.args, p task_vars['x'], r (redo), c (continue), q (quit)",
+                flush=True,
             )
-            if watching.impersonate:
-                config.impersonate = watching.impersonate
-                await verify_impersonation(api)
-            # Started in order, stopped in reverse, as the manager's parts.
-            async with contextlib.AsyncExitStack() as started:
-                proxy = ApiProxy(config, mapper, port=0)
-                await proxy.start()
-                started.push_async_callback(proxy.stop)
-                metrics = Metrics()
-                host = RunnerHost(
-                    settings=settings,
-                    access=proxy,
-                    runner_root=Path(scratch) / "runs",
-                    scratch=Path(scratch),
-                    metrics=metrics,
-                    max_runs=1,
-                    contain=False,  # the command ends with its run: nothing outlives it
-                    live_output=_print_output,
-                    shown=PreviewOutput() if args.check else None,
+        # Started in order, stopped in reverse, as the manager's parts.
+        async with contextlib.AsyncExitStack() as started:
+            proxy = ApiProxy(config, mapper, port=0)
+            await proxy.start()
+            started.push_async_callback(proxy.stop)
+            metrics = Metrics()
+            host = RunnerHost(
+                settings=settings,
+                access=proxy,
+                runner_root=scratch / "runs",
+                scratch=scratch,
+                metrics=metrics,
+                max_runs=1,
+                contain=False,  # the command ends with its run: nothing outlives it
+                launcher=launcher,
+                # With the debugger, the run shows its output on the terminal itself.
+                live_output=None if args.debugger else _print_output,
+                shown=PreviewOutput() if args.check else None,
+            )
+            await host.start()
+            started.push_async_callback(host.stop)
+            admission = WatchAdmission(Path.cwd(), os.environ, assigned=assigned_places)
+            started.push_async_callback(admission.stop)
+            shared = Shared(
+                api=api,
+                settings=settings,
+                metrics=metrics,
+                runner=host,
+                admission=admission,
+                would_write=would_write,
+            )
+            metadata = obj["metadata"]
+            reader = OneObject(obj)
+            reconciler = AnsibleReconciler(watch, resource, reader, shared)
+            result = (await reconciler.reconcile(reader.key)).run
+        print()
+        if would_write is not None:
+            would_write.show(obj)
+        else:
+            try:
+                print_conditions(
+                    await api.get(resource, metadata["name"], metadata.get("namespace"))
                 )
-                await host.start()
-                started.push_async_callback(host.stop)
-                admission = WatchAdmission(Path.cwd(), os.environ, assigned=assigned_places)
-                started.push_async_callback(admission.stop)
-                shared = Shared(
-                    api=api,
-                    settings=settings,
-                    metrics=metrics,
-                    runner=host,
-                    admission=admission,
-                    would_write=would_write,
-                )
-                metadata = obj["metadata"]
-                reader = OneObject(obj)
-                reconciler = AnsibleReconciler(watch, resource, reader, shared)
-                result = (await reconciler.reconcile(reader.key)).run
-            print()
-            if would_write is not None:
-                would_write.show(obj)
-            else:
-                try:
-                    print_conditions(
-                        await api.get(resource, metadata["name"], metadata.get("namespace"))
-                    )
-                except ApiError as error:
-                    if error.status != 404:
-                        raise
-                    print(f"{watch.gvk.kind} {metadata['name']} is gone (finalizer done)")
-            if result is None:
-                print("no run happened (nothing to do for this object)")
-                return 0
-            verdict = "succeeded" if result.succeeded else f"FAILED: {result.message}"
-            mode = " (preview: nothing was written)" if args.check else ""
-            print(f"reconcile of {watch.gvk.kind} {metadata['name']} {verdict}{mode}")
-            return 0 if result.succeeded else 1
+            except ApiError as error:
+                if error.status != 404:
+                    raise
+                print(f"{watch.gvk.kind} {metadata['name']} is gone (finalizer done)")
+        if result is None:
+            print("no run happened (nothing to do for this object)")
+            return 0
+        verdict = "succeeded" if result.succeeded else f"FAILED: {result.message}"
+        mode = " (preview: nothing was written)" if args.check else ""
+        print(f"reconcile of {watch.gvk.kind} {metadata['name']} {verdict}{mode}")
+        return 0 if result.succeeded else 1
 
 
 def reconcile(args: argparse.Namespace) -> int:

@@ -99,11 +99,13 @@ class RunSpec:
     memory_limit: int | None = None  # bytes for the whole run, where cgroups allow
     python: str = sys.executable  # the interpreter that starts ansible-runner
 
-    def command(self) -> list[str]:
+    def command(self, runner: str = "ansible_runner") -> list[str]:
+        """`runner`: the module run as ansible-runner's command line
+        (runner/terminal.py's: the same run, on this terminal)."""
         command = [
             self.python,
             "-m",
-            "ansible_runner",
+            runner,
             "run",
             str(self.run_dir.path),
             "--ident",

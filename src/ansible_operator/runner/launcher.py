@@ -7,7 +7,9 @@ ways of running.
     Launcher.stop()
 
 `ReferenceLauncher` (here) starts `python -m ansible_runner run` afresh for
-each run, as Operator SDK's operator does. runner/warm/launcher.py's
+each run, as Operator SDK's operator does; `TerminalLauncher` (here, for
+`reconcile --debugger`) the same run on the command's terminal, Ansible's
+task debugger on. runner/warm/launcher.py's
 `WarmLauncher` forks each run from the warm runner, and starts it as the
 reference does while the warm runner cannot start. The runner host is given
 one (host.py) and knows nothing else of either: nothing of runner/ outside
@@ -66,8 +68,14 @@ class ReferenceLauncher:
         return REFERENCE
 
     async def start(self, spec: RunSpec) -> StartedRun:
-        env = spec.env
+        return await self._start(spec.command(), spec.env, terminal=False)
+
+    async def _start(
+        self, command: list[str], env: dict[str, str], *, terminal: bool
+    ) -> StartedRun:
         groups = env.get(cgroups.CGROUP_ENV, "")
+        # Nothing to read or write but its events and artifacts, or this terminal.
+        stdio = None if terminal else asyncio.subprocess.DEVNULL
 
         def in_the_run() -> None:
             die_with_parent()  # an operator killed with SIGKILL ends its runs
@@ -75,10 +83,10 @@ class ReferenceLauncher:
             priority.lower_this_process(env)
 
         process = await asyncio.create_subprocess_exec(
-            *spec.command(),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
+            *command,
+            stdin=stdio,
+            stdout=stdio,
+            stderr=stdio,
             env=env,
             start_new_session=True,
             preexec_fn=in_the_run,
@@ -87,3 +95,22 @@ class ReferenceLauncher:
 
     async def stop(self) -> None:
         pass
+
+
+# Ansible's own setting: the task debugger opens on a failed or unreachable
+# task (as `debugger: on_failed` on every task would).
+TASK_DEBUGGER_ENV = "ANSIBLE_ENABLE_TASK_DEBUGGER"
+TERMINAL_RUNNER = "ansible_operator.runner.terminal"
+
+
+class TerminalLauncher(ReferenceLauncher):
+    """`reconcile --debugger`: each run as the reference's, but on this
+    process's terminal (runner/terminal.py: what Ansible prints is shown, what
+    is typed goes to it) with Ansible's task debugger on. Its own session
+    still (the run's process group is what is killed), so the terminal's
+    Ctrl-C reaches Ansible through the run's own pseudo-terminal, not as a
+    signal to the run's processes."""
+
+    async def start(self, spec: RunSpec) -> StartedRun:
+        env = {**spec.env, TASK_DEBUGGER_ENV: "True"}
+        return await self._start(spec.command(runner=TERMINAL_RUNNER), env, terminal=True)
