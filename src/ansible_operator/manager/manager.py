@@ -56,7 +56,7 @@ from ansible_operator.manager.unserved import UnservedKinds
 from ansible_operator.observability.loop_watchdog import LoopWatchdog
 from ansible_operator.observability.metrics import Metrics
 from ansible_operator.project.watch_admission import WatchAdmission
-from ansible_operator.project.watches import Watch, Webhook
+from ansible_operator.project.watches import KindConversion, Watch, Webhook
 from ansible_operator.proxy.server import ApiProxy
 from ansible_operator.reconciler.ansible_reconciler import AnsibleReconciler, Shared
 from ansible_operator.runner.host import RunnerHost
@@ -92,10 +92,12 @@ class Manager:
         connect: Callable[[str | None], KubeConfig],
         webhooks: list[Webhook] | None = None,
         zygote: WarmZygote | None = None,  # forked by the command, to make the warm runner of
+        conversions: list[KindConversion] | None = None,
     ) -> None:
         self.watches = watches
         self.zygote = zygote
         self.webhooks = webhooks or []
+        self.conversions = conversions or []
         self.webhook_service: WebhookService | None = None
         self.settings = settings
         # The command chooses where the cluster comes from (cluster.connect_config
@@ -244,7 +246,7 @@ class Manager:
                 await self._say_whom_we_act_as(api)
             await self._start_serving(started, api, scratch)
             host = await self._start_run_path(started, config, api, scratch)
-            if self.webhooks:
+            if self.webhooks or self.conversions:
                 await self._start_webhooks(api, scratch, host)
                 started.push_async_callback(self._stop_webhooks)
             addresses_file = self.settings.health.bound_addresses_file
@@ -476,6 +478,7 @@ class Manager:
             host=host,
             metrics=self.metrics,
             scratch=scratch,
+            conversions=self.conversions,
         )
         await self.webhook_service.start(api)
 
