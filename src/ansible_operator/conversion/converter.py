@@ -136,19 +136,15 @@ class Converter:
         if stale:
             body = fidelity.with_annotations(obj, dict.fromkeys(stale))
         out = self._map(body, source, target)
-        moved = self._moved_paths(source, target)
-        if kept:
+        out = prune(
+            out,
+            self.schemas.get(target),
+            known=self.schemas.get(source),
+            moved=self._moved_paths(source, target),
+            root=True,
+        )
+        if kept:  # what a conversion out of `target` could not carry (valid in `target`)
             out = fidelity.restore(out, kept)
-            moved = {}  # restored fields came from elsewhere: the whole object is walked
-            out = prune(out, self.schemas.get(target), root=True)
-        else:
-            out = prune(
-                out,
-                self.schemas.get(target),
-                known=self.schemas.get(source),
-                moved=moved,
-                root=True,
-            )
         out = {**out, "apiVersion": self.declared.api_version(target)}
         back = self._map(out, target, source)
         back = prune(

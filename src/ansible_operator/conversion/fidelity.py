@@ -90,7 +90,7 @@ def restore(obj: dict[str, Any], kept: Kept) -> dict[str, Any]:
             if "value" in entry:
                 obj = placed(obj, path, entry["value"])
             else:
-                obj, _ = removed(obj, path)
+                obj, _ = removed(obj, path, drop_emptied=False)
         except Blocked:
             continue
     return obj

@@ -106,10 +106,12 @@ def get(obj: Any, path: Path) -> Any:
     return node
 
 
-def removed(obj: dict[str, Any], path: Path) -> tuple[dict[str, Any], Any]:
+def removed(
+    obj: dict[str, Any], path: Path, *, drop_emptied: bool = True
+) -> tuple[dict[str, Any], Any]:
     """`obj` without the value at `path` and that value (MISSING: there was none, and
-    `obj` itself is returned). Mappings the removal leaves empty go too: a field moved
-    out of `spec.old.x` leaves no `spec.old: {}` behind."""
+    `obj` itself is returned). Mappings the removal leaves empty go too, unless not
+    `drop_emptied`: a field moved out of `spec.old.x` leaves no `spec.old: {}` behind."""
     key = path[0]
     if key not in obj:
         return obj, MISSING
@@ -119,11 +121,11 @@ def removed(obj: dict[str, Any], path: Path) -> tuple[dict[str, Any], Any]:
     child = obj[key]
     if not isinstance(child, dict):
         return obj, MISSING
-    new_child, value = removed(child, path[1:])
+    new_child, value = removed(child, path[1:], drop_emptied=drop_emptied)
     if value is MISSING:
         return obj, MISSING
     copy = dict(obj)
-    if new_child:
+    if new_child or not drop_emptied:
         copy[key] = new_child
     else:
         del copy[key]

@@ -496,10 +496,17 @@ class Manager:
         )
 
     def _run_targets(self) -> list[dict[str, str]]:
-        """Every role and playbook the watches run (finalizers included)."""
+        """Every role and playbook the watches run (finalizers, webhooks and
+        conversions included)."""
         pairs = [(watch.role, watch.playbook) for watch in self.watches]
         pairs += [(w.finalizer.role, w.finalizer.playbook) for w in self.watches if w.finalizer]
         pairs += [(webhook.role, webhook.playbook) for webhook in self.webhooks]
+        pairs += [
+            (version.role.role, version.role.playbook)
+            for conversion in self.conversions
+            for version in conversion.versions
+            if version.role is not None
+        ]
         targets: list[dict[str, str]] = []
         for role, playbook in pairs:
             if playbook is not None:  # a playbook wins over a role, as in a run

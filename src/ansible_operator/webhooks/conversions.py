@@ -17,9 +17,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ansible_operator.conversion.converter import ConversionFailed, RunRole
+from ansible_operator.conversion.converter import ConversionFailed
+from ansible_operator.conversion.kinds import VersionConversion
 from ansible_operator.conversion.review import ConversionRequest, failure, success
 from ansible_operator.observability.metrics import Metrics
+from ansible_operator.webhooks.conversion_runs import ConversionRunner
 from ansible_operator.webhooks.crd_conversion import Followed, conversion_path
 
 log = logging.getLogger("ansible_operator.webhooks")
@@ -31,14 +33,17 @@ class ConversionEndpoint:
         kinds: Sequence[Followed],
         *,
         metrics: Metrics | None = None,
-        run_role: RunRole | None = None,  # None: roles are not served (no runner)
+        runner: ConversionRunner | None = None,  # None: roles are not served
     ) -> None:
         self.by_path = {conversion_path(kind.declared): kind for kind in kinds}
         self.metrics = metrics
-        self.run_role = run_role
+        self.runner = runner
 
-    async def answer(self, kind: Followed, request: ConversionRequest) -> dict[str, Any]:
-        """The ConversionReview answering `request` for `kind`."""
+    async def answer(
+        self, kind: Followed, request: ConversionRequest, peer: str = ""
+    ) -> dict[str, Any]:
+        """The ConversionReview answering `request` for `kind` from the client at `peer`;
+        SlotsBusy when a role would run and that client already waits for too many."""
         started = time.perf_counter()
         declared = kind.declared
         name = f"{declared.kind}.{declared.group}"
@@ -59,7 +64,16 @@ class ConversionEndpoint:
                 not kind.converter.in_process(_version(obj), version) for obj in request.objects
             ):
                 how = "role"
-            objects = await kind.converter.convert(request.objects, version, self.run_role)
+            runner = self.runner
+
+            async def run_role(
+                entry: VersionConversion, objects: list[dict[str, Any]], target: str
+            ) -> list[Any]:
+                if runner is None:
+                    raise ConversionFailed(f"{entry.describe()}: no runner serves roles here")
+                return await runner.run(declared, entry, objects, target, peer)
+
+            objects = await kind.converter.convert(request.objects, version, run_role)
         except ConversionFailed as failed:
             log.warning(
                 "conversion refused kind=%s version=%s objects=%d reason=%r",

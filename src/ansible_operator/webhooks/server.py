@@ -162,7 +162,21 @@ class WebhookServer:
                 self.unreadable,
             )
             return web.Response(status=400, text="not a ConversionReview this webhook can read\n")
-        answer = await self.conversions.answer(kind, parsed)
+        try:
+            answer = await self.conversions.answer(kind, parsed, peer)
+        except SlotsBusy as busy:
+            self.throttled += 1
+            self._count_refused_name(name, 429)
+            self._throttle_warning.warning(
+                "conversion requests refused (429) kind=%s peer=%s because=%r refused=%d",
+                name,
+                peer,
+                str(busy),
+                self.throttled,
+            )
+            return web.Response(
+                status=429, headers={"Retry-After": "1"}, text="too many conversion requests\n"
+            )
         return web.Response(body=json.dumps(answer).encode(), content_type="application/json")
 
     def _count_refused_name(self, name: str, status: int) -> None:

@@ -43,6 +43,7 @@ from ansible_operator.webhooks.admission_limits import FairSlots, SlotsBusy
 from ansible_operator.webhooks.admission_log import AdmissionSummary
 from ansible_operator.webhooks.answer import RunOutcome, decide
 from ansible_operator.webhooks.configurations import Endpoint
+from ansible_operator.webhooks.conversion_runs import ConversionRunner
 from ansible_operator.webhooks.conversions import ConversionEndpoint
 from ansible_operator.webhooks.crd_conversion import CrdConversions, Followed
 from ansible_operator.webhooks.review import AdmissionRequest, admission_vars, review_answer
@@ -120,6 +121,7 @@ class WebhookService:
         self.webhooks = list(webhooks)
         self.conversions = [Followed(each, Converter(each)) for each in conversions]
         self.crds: CrdConversions | None = None
+        self._conversion_runner: ConversionRunner | None = None
         self.settings = settings
         self.host = host
         self.metrics = metrics
@@ -161,7 +163,13 @@ class WebhookService:
         self._runner = AdmissionRunner(settings=self.settings, host=self.host, slots=FairSlots(cap))
         endpoint = None
         if self.conversions:
-            endpoint = ConversionEndpoint(self.conversions, metrics=self.metrics)
+            if any(v.role is not None for each in self.conversions for v in each.declared.versions):
+                self._conversion_runner = ConversionRunner(
+                    settings=self.settings, host=self.host, slots=FairSlots(cap)
+                )
+            endpoint = ConversionEndpoint(
+                self.conversions, metrics=self.metrics, runner=self._conversion_runner
+            )
         self._server = WebhookServer(
             self.webhooks,
             self._admit,
@@ -271,6 +279,8 @@ class WebhookService:
             await self._server.stop()
         if self._runner is not None:
             await self._runner.stop()
+        if self._conversion_runner is not None:
+            await self._conversion_runner.stop()
 
     async def _admit(
         self, webhook: Webhook, request: AdmissionRequest, peer: str
