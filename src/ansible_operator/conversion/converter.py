@@ -28,7 +28,9 @@ METADATA_MAY_CHANGE = frozenset({"labels", "annotations"})
 # Converted objects remembered by (uid, resourceVersion, target version), each with the
 # object it was converted from (a request's object may carry the resourceVersion it is
 # based on with new content: a hit must also be the same content). The API server
-# converts the same stored object again for every list and watcher of another version.
+# converts the same stored object again for every list and watcher of another version
+# (kube-controller-manager's garbage collector watches each kind in its group's
+# preferred version): a role is not run again for what it already converted.
 REMEMBERED = 4096
 
 
@@ -167,24 +169,39 @@ class Converter:
                 )
         return out
 
-    def _convert_remembered(self, obj: dict[str, Any], target: str) -> dict[str, Any]:
-        """`convert_one`, remembered for a stored object (one with a uid and a
-        resourceVersion: the same pair is the same content)."""
+    def _key(self, obj: dict[str, Any], target: str) -> tuple[str, str, str] | None:
         metadata = obj.get("metadata")
         uid = metadata.get("uid") if isinstance(metadata, dict) else None
         version = metadata.get("resourceVersion") if isinstance(metadata, dict) else None
         if not (isinstance(uid, str) and uid and isinstance(version, str) and version):
-            return self.convert_one(obj, target)
-        key = (uid, version, target)
-        found = self._remembered.get(key)
-        if found is not None and same(found[0], obj):
-            self._remembered.move_to_end(key)
-            self.hits += 1
-            return found[1]
-        converted = self.convert_one(obj, target)
+            return None
+        return (uid, version, target)
+
+    def _recall(self, obj: dict[str, Any], target: str) -> dict[str, Any] | None:
+        """`obj` as converted to `target` before: a stored object (a uid and a
+        resourceVersion) with the same content (see REMEMBERED)."""
+        key = self._key(obj, target)
+        found = self._remembered.get(key) if key is not None else None
+        if found is None or not same(found[0], obj):
+            return None
+        self._remembered.move_to_end(key)  # type: ignore[arg-type]
+        self.hits += 1
+        return found[1]
+
+    def _remember(self, obj: dict[str, Any], target: str, converted: dict[str, Any]) -> None:
+        key = self._key(obj, target)
+        if key is None:
+            return
         self._remembered[key] = (obj, converted)
         if len(self._remembered) > REMEMBERED:
             self._remembered.popitem(last=False)
+
+    def _convert_remembered(self, obj: dict[str, Any], target: str) -> dict[str, Any]:
+        found = self._recall(obj, target)
+        if found is not None:
+            return found
+        converted = self.convert_one(obj, target)
+        self._remember(obj, target, converted)
         return converted
 
     # ----- a review -----------------------------------------------------------------------
@@ -209,6 +226,11 @@ class Converter:
             if source is not None and self.in_process(source, target):
                 out[index] = self._convert_remembered(obj, target)
                 continue
+            if source is not None and source != target:
+                # A role's output too: a conversion is a function of the object alone.
+                out[index] = self._recall(obj, target)
+                if out[index] is not None:
+                    continue
             if source is None:
                 self.convert_one(obj, target)  # raises, naming the problem
             assert source is not None
@@ -244,6 +266,7 @@ class Converter:
             converted = [self.convert_one(obj, target) for obj in given]
         for index, obj in zip(order, converted, strict=True):
             out[index] = obj
+            self._remember(objects[index], target, obj)
         return [each for each in out if each is not None]
 
 

@@ -17,12 +17,18 @@ A CRD not installed yet is looked for again, less and less often (up to a minute
 stanza is left in place when the operator stops: with it gone the API server would
 convert with strategy None, keeping what the storage version declares and dropping the
 rest. An operator that is down makes reads of the other versions fail, not lose data.
+One exception: an operator serving on a loopback URL (`ansible-operator run` on a
+workstation) puts back, as it stops, the webhook stanza it found (the manifest's Service),
+so that `kubectl apply` of the CRD's manifest works again (kubectl would add the
+manifest's `service` beside our `url`, which the API server refuses); the CRD's
+conversions then fail, as they did before it started, until an operator serves them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Sequence
@@ -48,6 +54,7 @@ CRDS = Resource(
 )
 FIELD_MANAGER = "ansible-operator-conversion"
 REVIEW_VERSIONS = ["v1"]
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 REAPPLY_AFTER = 10.0  # seconds between two applies of one CRD's stanza
 FIND_AGAIN = (2.0, 60.0)  # first and longest wait before looking for a missing CRD again
 
@@ -124,6 +131,7 @@ class Followed:
     converter: Converter
     crd_name: str | None = None
     crd: dict[str, Any] | None = None  # as last read
+    found: dict[str, Any] | None = None  # its spec.conversion before we changed it
     seen: bool = False  # its CRD has been read: the converter knows the schemas
     applied_at: float = 0.0
     reported: set[str] = field(default_factory=set)
@@ -165,12 +173,45 @@ class CrdConversions:
                 wrote |= await self._apply(kind, force=True)
         return wrote
 
-    async def stop(self) -> None:
+    async def stop(self, *, put_back: bool = False) -> None:
+        """Stop following the CRDs; with `put_back` (a loopback URL, see the module), give
+        each the webhook stanza it had before, where that called something else."""
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        if not (put_back and self.manage):
+            return
+        for kind in self.kinds:
+            found = _to_put_back(kind)
+            client = (found.get("webhook") or {}).get("clientConfig") or {}
+            if kind.crd_name is None or not kind.applied_at or not client:
+                continue
+            stanza = {
+                "strategy": found.get("strategy", "Webhook"),
+                "webhook": {
+                    **(found.get("webhook") or {}),
+                    "clientConfig": {
+                        "url": None,
+                        "service": None,
+                        "caBundle": None,
+                        **client,
+                    },
+                },
+            }
+            try:
+                await self.api.patch(
+                    CRDS,
+                    kind.crd_name,
+                    {"spec": {"conversion": stanza}},
+                    patch_type="merge",
+                    field_manager=FIELD_MANAGER,
+                )
+            except ApiError as error:
+                log.warning("conversion stanza not put back crd=%s: %s", kind.crd_name, error)
+                continue
+            log.info("conversion stanza put back crd=%s (as found at start)", kind.crd_name)
 
     async def _find(self, kind: Followed) -> str | None:
         """The CRD's name, from one discovery: `<plural>.<group>` of a served version."""
@@ -241,6 +282,8 @@ class CrdConversions:
 
     async def _seen(self, kind: Followed, crd: dict[str, Any]) -> None:
         kind.converter.set_schemas(version_schemas(crd))
+        if kind.crd is None:
+            kind.found = (crd.get("spec") or {}).get("conversion")
         kind.crd = crd
         kind.seen = True
         for problem in problems(kind.declared, crd):
@@ -294,6 +337,33 @@ class CrdConversions:
             conversion_path(kind.declared),
         )
         return True
+
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+def _calls_loopback(stanza: dict[str, Any]) -> bool:
+    url = ((stanza.get("webhook") or {}).get("clientConfig") or {}).get("url") or ""
+    return any(f"://{host}" in url for host in LOOPBACK_HOSTS)
+
+
+def _to_put_back(kind: Followed) -> dict[str, Any]:
+    """The stanza a loopback operator gives back as it stops: the one it found, unless
+    that called a loopback URL too (left by an operator that did not stop cleanly), then
+    the manifest's as `kubectl apply` recorded it; none: ours stays."""
+    candidates = [kind.found or {}]
+    applied = ((kind.crd or {}).get("metadata") or {}).get("annotations") or {}
+    try:
+        manifest = json.loads(applied.get(LAST_APPLIED, "") or "{}")
+    except ValueError:
+        manifest = {}
+    candidates.append(
+        ((manifest.get("spec") or {}) if isinstance(manifest, dict) else {}).get("conversion") or {}
+    )
+    for stanza in candidates:
+        if isinstance(stanza, dict) and stanza.get("webhook") and not _calls_loopback(stanza):
+            return stanza
+    return {}
 
 
 def _once(kind: Followed, message: str) -> None:

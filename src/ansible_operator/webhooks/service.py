@@ -134,6 +134,7 @@ class WebhookService:
         self._server: WebhookServer | None = None
         self._renewals: asyncio.Task[None] | None = None
         self._remove_on_stop = False
+        self._loopback = False  # served at a loopback URL this process chose
         self._summary = AdmissionSummary()
         self._summaries: asyncio.Task[None] | None = None
 
@@ -183,6 +184,7 @@ class WebhookService:
         if serving.watched:
             self._renewals = asyncio.create_task(serving.follow_renewals())
         self.endpoint = where.endpoint or Endpoint(url=f"https://{LOOPBACK}:{self.bound[1]}")
+        self._loopback = where.endpoint is None
         if self.conversions:
             # Before the controllers list: objects stored in another version need us.
             self.crds = CrdConversions(
@@ -254,7 +256,14 @@ class WebhookService:
 
     async def stop(self) -> None:
         if self.crds is not None:
-            # The CRDs keep their stanza (crd_conversion.py): no conversion beats a lossy one.
+            # The CRDs keep a stanza (crd_conversion.py): no conversion beats a lossy one;
+            # served on loopback, the one they had (kubectl apply of the manifest works).
+            # A client of its own: the manager's may be closed by now.
+            if self._loopback and self._api is not None:
+                with contextlib.suppress(Exception):
+                    async with ApiClient(self._api.config, timeout=10.0) as api:
+                        self.crds.api = api
+                        await self.crds.stop(put_back=True)
             await self.crds.stop()
         if self._summaries is not None:
             self._summaries.cancel()
