@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ansible_operator.conversion.converter import Converter
+from ansible_operator.conversion.crd_changes import declared_problems
 from ansible_operator.conversion.kinds import KindConversion
 from ansible_operator.conversion.schema import version_schemas
 from ansible_operator.kube.client import ApiClient, ApiError
@@ -94,33 +95,6 @@ def in_sync(crd: dict[str, Any], stanza: dict[str, Any]) -> bool:
         service.get(key, 443 if key == "port" else None) == value
         for key, value in want_service.items()
     )
-
-
-def problems(declared: KindConversion, crd: dict[str, Any]) -> list[str]:
-    """What in the CRD does not go with the declared conversion (the operator logs
-    each; `check` reports them too)."""
-    name = (crd.get("metadata") or {}).get("name", "")
-    versions = [v for v in (crd.get("spec") or {}).get("versions") or [] if isinstance(v, dict)]
-    names = [v.get("name") for v in versions]
-    found: list[str] = []
-    if declared.hub not in names:
-        found.append(
-            f"{declared.source}: the hub {declared.hub} is not a version of CRD {name} "
-            f"(it has {', '.join(str(n) for n in names)})"
-        )
-    for version in versions:
-        if version.get("served") and version.get("name") not in declared.version_names:
-            found.append(
-                f"{declared.source}: CRD {name} serves version {version.get('name')}, which "
-                "has no conversion declared: the API server cannot read its objects in the "
-                "other versions (add it to 'versions')"
-            )
-    for version in declared.versions:
-        if version.version not in names:
-            found.append(
-                f"{version.source}: version {version.version} is not a version of CRD {name}"
-            )
-    return found
 
 
 @dataclass
@@ -286,8 +260,8 @@ class CrdConversions:
             kind.found = (crd.get("spec") or {}).get("conversion")
         kind.crd = crd
         kind.seen = True
-        for problem in problems(kind.declared, crd):
-            _once(kind, problem)
+        for problem in declared_problems(kind.declared, crd):
+            _once(kind, problem.describe())
         if self.manage and self.endpoint is not None:
             stanza = wanted(kind.declared, self.endpoint, self.ca_bundle)
             if not in_sync(crd, stanza):
