@@ -277,7 +277,7 @@ def check_project(
     if loaded is None:
         return sorted(missing), Targets()
 
-    targets = targets_of(loaded.watches, directory, env, loaded.webhooks)
+    targets = targets_of(loaded.watches, directory, env, loaded.webhooks, loaded.conversions)
     findings = set(missing)
     findings.update(load_in_child(targets.roles, targets.playbooks, env, cwd=directory))
     keywords = task_keywords()
@@ -319,7 +319,7 @@ def rbac_of_project(
     loaded, _ = load_reading_on(watches_file, env, directory)
     if loaded is None:
         return [], []
-    targets = targets_of(loaded.watches, directory, env, loaded.webhooks)
+    targets = targets_of(loaded.watches, directory, env, loaded.webhooks, loaded.conversions)
     return _rbac_uses(directory, targets, task_keywords())
 
 
