@@ -106,11 +106,23 @@ def test_make_install_and_uninstall_apply_and_remove_the_crds(
     for kind, how in (("Widget", "--generate-role"), ("Gadget", "--generate-playbook")):
         cli("create", "api", "--group", "make", "--version", "v1", "--kind", kind, how,
             "--dir", str(project))  # fmt: skip
+    # A second version of Widget: its CRD carries the conversion stanza (the operator's
+    # Service, no caBundle yet), which the API server takes as it is.
+    cli("create", "api", "--group", "make", "--version", "v2", "--kind", "Widget",
+        "--generate-role", "--dir", str(project))  # fmt: skip
     wanted = {f"widgets.{group}", f"gadgets.{group}"}
 
     try:
         make(project, kube_cluster, "install")
         assert crd_names(kube_api, group) == wanted
+        widgets = client.ApiextensionsV1Api(kube_api).read_custom_resource_definition(
+            f"widgets.{group}"
+        )
+        assert [v.name for v in widgets.spec.versions] == ["v1", "v2"]
+        assert widgets.spec.conversion.strategy == "Webhook"
+        assert widgets.spec.conversion.webhook.client_config.service.name == (
+            "make-operator-webhook-service"
+        )
 
         make(project, kube_cluster, "uninstall")
         eventually(lambda: not crd_names(kube_api, group), timeout=60, what="CRDs removed")
