@@ -87,6 +87,7 @@ def test_a_format_that_cannot_be_read_back_is_refused(text: str, problem: str) -
         Format.parse(text)
 
 
+@settings(deadline=None)
 @given(st.text(max_size=8), st.text(max_size=8))
 def test_cutting_what_was_joined_joins_back_the_same(first: str, second: str) -> None:
     form = Format.parse("{a}:{b}")
@@ -118,6 +119,7 @@ NESTED = st.recursive(
 )
 
 
+@settings(deadline=None)
 @given(
     st.dictionaries(st.sampled_from("abcd"), NESTED, max_size=3),
     st.lists(SHORT_PATHS, max_size=3, unique=True),
@@ -313,7 +315,9 @@ BODIES = st.dictionaries(
 
 
 @settings(
-    max_examples=300, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow]
+    deadline=None,
+    max_examples=300,
+    suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow],
 )
 @given(field_maps(), BODIES, METADATA, st.sampled_from(["v1", "v2"]))
 def test_any_object_converted_to_the_other_version_and_back_is_the_same(
@@ -346,9 +350,11 @@ def sample_converter() -> Converter:
 
 
 SAMPLE = sample_converter()
+THOROUGH = sample_converter()
+THOROUGH.shortcut = False
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.sampled_from(["v1beta1", "v1alpha3"]).flatmap(
         lambda version: objects_of(
@@ -435,3 +441,40 @@ def test_a_version_with_no_conversion_is_refused_naming_the_entry() -> None:
 
 def test_the_annotation_names_the_version_whose_fields_it_keeps() -> None:
     assert fidelity.annotation("v1beta1") == "conversion.ansible-operator.io/v1beta1"
+
+
+@settings(
+    deadline=None,
+    max_examples=300,
+    suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow],
+)
+@given(field_maps(), BODIES, METADATA, st.sampled_from(["v1", "v2"]))
+def test_the_shortcut_past_the_way_back_answers_as_the_way_back_does(
+    field_map: FieldMap, body: dict[str, Any], metadata: dict[str, Any], start: str
+) -> None:
+    """The converter skips converting back when the rules say it would give the object
+    again and nothing was pruned; it must answer exactly as converting back does."""
+    quick, thorough = converter(field_map), converter(field_map)
+    thorough.shortcut = False
+    obj = {"apiVersion": f"example.com/{start}", "kind": "Widget", "metadata": metadata, **body}
+    other = "v1" if start == "v2" else "v2"
+    try:
+        expected = thorough.convert_one(obj, other)
+    except ConversionFailed:
+        assume(False)
+        raise
+    assert quick.convert_one(obj, other) == expected
+
+
+@settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(["v1beta1", "v1alpha3"]).flatmap(
+        lambda version: objects_of(
+            f"goharbor.io/{version}", "HarborCluster", SAMPLE_SCHEMAS[version]
+        )
+    )
+)
+def test_the_shortcut_answers_as_the_way_back_for_the_sample(obj: dict[str, Any]) -> None:
+    thorough = THOROUGH
+    other = "v1alpha3" if obj["apiVersion"].endswith("v1beta1") else "v1beta1"
+    assert SAMPLE.convert_one(obj, other) == thorough.convert_one(obj, other)

@@ -86,7 +86,7 @@ def test_unknown_fields_are_dropped_where_the_schema_does_not_keep_them() -> Non
     assert prune(kept, schema) is kept  # nothing pruned: the same object
 
 
-@settings(max_examples=400)
+@settings(deadline=None, max_examples=400)
 @given(SCHEMAS, SCHEMAS, VALUES)
 def test_skipping_what_both_schemas_keep_prunes_exactly_as_a_full_walk(
     known: dict[str, Any], schema: dict[str, Any], raw: Any
@@ -97,7 +97,7 @@ def test_skipping_what_both_schemas_keep_prunes_exactly_as_a_full_walk(
         assert prune(value, schema) == value
 
 
-@settings(max_examples=400)
+@settings(deadline=None, max_examples=400)
 @given(
     SCHEMAS,
     SCHEMAS,

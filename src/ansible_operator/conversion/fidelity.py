@@ -61,8 +61,13 @@ def _differences(first: Any, second: Any, at: tuple[str, ...], kept: Kept) -> No
     if first is second:
         return
     if isinstance(first, dict) and isinstance(second, dict):
-        for key in first.keys() | second.keys():
-            _differences(first.get(key, MISSING), second.get(key, MISSING), (*at, key), kept)
+        for key, value in first.items():
+            other = second.get(key, MISSING)
+            if other is not value:
+                _differences(value, other, (*at, key), kept)
+        for key, other in second.items():
+            if key not in first:
+                _differences(MISSING, other, (*at, key), kept)
         return
     if first is not MISSING and second is not MISSING and same(first, second):
         return

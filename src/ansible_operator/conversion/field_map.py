@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ansible_operator.conversion.paths import MISSING, Path, edit, edits_of
+from ansible_operator.conversion.paths import MISSING, Path, Set, edit, edits_of, overlaps
 from ansible_operator.conversion.paths import get as get_at
 
 Side = Literal["hub", "spoke"]
@@ -171,6 +171,37 @@ class FieldMap:
     rules: tuple[Rule, ...] = ()
     defaults: tuple[Default, ...] = ()
     source: str = ""
+    # Per direction, worked out once: the moves as (source, target) paths, the other
+    # rules with theirs, the defaults of that side.
+    _plans: dict[Side, _Plan] = field(default_factory=dict, compare=False, repr=False)
+
+    def _plan(self, towards: Side) -> _Plan:
+        plan = self._plans.get(towards)
+        if plan is None:
+            source_side = other(towards)
+            moves = tuple(
+                (rule.paths(source_side)[""], rule.paths(towards)[""])
+                for rule in self.rules
+                if isinstance(rule, Move)
+            )
+            splits = tuple(
+                (rule, rule.paths(source_side), rule.paths(towards))
+                for rule in self.rules
+                if not isinstance(rule, Move)
+            )
+            defaults = tuple(d for d in self.defaults if d.side == towards)
+            returning = tuple(d for d in self.defaults if d.side == source_side)
+            sources = [rule.paths(source_side) for rule in self.rules]
+            targets = [rule.paths(towards) for rule in self.rules]
+            separate = not any(
+                overlaps(a, b)
+                for each in sources
+                for a in each.values()
+                for other_targets in targets
+                for b in other_targets.values()
+            )
+            plan = self._plans[towards] = _Plan(moves, splits, defaults, returning, separate)
+        return plan
 
     def convert(self, obj: dict[str, Any], towards: Side) -> dict[str, Any]:
         """`obj` (a spoke's object when `towards` is the hub, else the hub's) converted;
@@ -179,20 +210,103 @@ class FieldMap:
         Every rule reads the object as given; then the sources of the rules that found
         something are removed (and mappings that leaves empty), their targets placed,
         and the defaults set where nothing is: one pass over what they touch."""
-        source_side = other(towards)
+        return self.convert_checked(obj, towards)[0]
+
+    def convert_checked(self, obj: dict[str, Any], towards: Side) -> tuple[dict[str, Any], bool]:
+        """`convert`, and whether converting the result back gives `obj` again for sure
+        (as far as the rules go: what the schemas prune is the caller's). False only
+        means "not sure": the caller then converts back to find out (fidelity.py).
+
+        Sure when: no rule's source overlaps another's target (the plan); every rule
+        that fired placed its value where nothing was, into mappings that hold more
+        than it (or that it made), and a join's parts read back as they were; no rule
+        that did not fire finds something at its target; no default of either side
+        fills anything in."""
+        plan = self._plan(towards)
+        exact = plan.separate
         removals: list[Path] = []
         placements: list[tuple[Path, Any]] = []
-        for rule in self.rules:
-            where = rule.paths(source_side)
+        for source, target in plan.moves:
+            value = get_at(obj, source)
+            if value is not MISSING:
+                removals.append(source)
+                placements.append((target, value))
+                exact = exact and _vacant(obj, target)
+            elif exact:
+                exact = get_at(obj, target) is MISSING
+        for rule, where, targets in plan.splits:
             values = {name: get_at(obj, path) for name, path in where.items()}
             out = rule.transform(values, towards)
             if out is None:
+                exact = exact and all(get_at(obj, path) is MISSING for path in targets.values())
                 continue
             removals += where.values()
-            targets = rule.paths(towards)
             placements += [(targets[name], value) for name, value in out.items()]
-        work = edit(obj, edits_of(removals, placements)) if removals else obj
-        for default in self.defaults:
-            if default.side == towards and get_at(work, default.path) is MISSING:
+            if exact:
+                exact = all(_vacant(obj, path) for path in targets.values())
+                if exact and towards == rule.whole_side:  # a join: do the parts come back?
+                    exact = (
+                        all(isinstance(value, str) for value in values.values())
+                        and rule.format.split(out[""]) == values
+                    )
+        work = edit(obj, plan.edits(removals, placements)) if removals else obj
+        for default in plan.defaults:
+            if get_at(work, default.path) is MISSING:
                 work = edit(work, edits_of([], [(default.path, default.value)]))
-        return work
+                exact = False
+        if exact:
+            exact = all(get_at(obj, default.path) is not MISSING for default in plan.returning)
+        return work, exact
+
+
+def _vacant(obj: dict[str, Any], path: Path) -> bool:
+    """Nothing at `path`, and each mapping on the way that exists holds something (a value
+    placed into an empty one would take it along when it is moved back out)."""
+    node: Any = obj
+    for key in path[:-1]:
+        node = node.get(key) if isinstance(node, dict) else None
+        if node is None:
+            return True
+        if not isinstance(node, dict) or not node:
+            return False
+    return isinstance(node, dict) and path[-1] not in node
+
+
+@dataclass(frozen=True)
+class _Plan:
+    moves: tuple[tuple[Path, Path], ...]
+    splits: tuple[tuple[Split, dict[str, Path], dict[str, Path]], ...]
+    defaults: tuple[Default, ...]
+    returning: tuple[Default, ...]  # the other side's: they fill in on the way back
+    separate: bool  # no source of one rule overlaps a target of any
+    # The edit tree for each set of places, values put in at each use (paths.edits_of
+    # is the same tree made afresh: most objects of a kind fire the same rules).
+    _trees: dict[tuple[tuple[Path, ...], tuple[Path, ...]], Any] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def edits(self, removals: list[Path], placements: list[tuple[Path, Any]]) -> Any:
+        key = (tuple(removals), tuple(path for path, _ in placements))
+        slots = self._trees.get(key)
+        if slots is None:
+            tree = edits_of(removals, [(path, None) for path, _ in placements])
+            holders = _holders(tree, [path for path, _ in placements])
+            if len(self._trees) < 256:
+                self._trees[key] = slots = (tree, holders)
+            else:
+                slots = (tree, holders)
+        tree, holders = slots
+        for holder, (_, value) in zip(holders, placements, strict=True):
+            holder.value = value
+        return tree
+
+
+def _holders(tree: Any, places: list[Path]) -> list[Set]:
+    """The Set nodes of `tree` at `places`, in order (their values are filled at each use)."""
+    found = []
+    for path in places:
+        node = tree
+        for key in path[:-1]:
+            node = node[key]
+        found.append(node[path[-1]])
+    return found

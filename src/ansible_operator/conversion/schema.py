@@ -65,6 +65,33 @@ UNKNOWN: Any = object()  # `known` not given: nothing can be skipped
 Moved = dict[str, "Moved | bool"]  # paths written by a conversion, as a trie (True: here)
 
 
+class _Node:
+    """A schema as pruning reads it, worked out once per schema mapping."""
+
+    __slots__ = ("items", "properties", "schema", "unknown")
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
+        self.properties: dict[str, Schema] = schema.get("properties") or {}
+        self.unknown: Any = _unknown(schema)  # a schema, None (kept as is) or _DROP
+        if self.unknown is _DROP and schema.get("x-kubernetes-embedded-resource") is True:
+            self.unknown = _EMBEDDED
+        self.items: Schema | None = _items(schema)
+
+
+_EMBEDDED: Any = object()  # apiVersion, kind and metadata kept; other unknown keys dropped
+_nodes: dict[int, _Node] = {}
+
+
+def _node(schema: Schema) -> _Node:
+    node = _nodes.get(id(schema))
+    if node is None or node.schema is not schema:
+        if len(_nodes) > 100_000:
+            _nodes.clear()
+        node = _nodes[id(schema)] = _Node(schema)
+    return node
+
+
 def prune(
     value: Any,
     schema: Schema | None,
@@ -81,21 +108,33 @@ def prune(
     if known is not UNKNOWN and not moved and covers(known, schema):
         return value
     if isinstance(value, dict):
+        node = _node(schema)
+        properties, unknown = node.properties, node.unknown
+        known_node = _node(known) if known is not UNKNOWN and known is not None else None
         out: dict[str, Any] | None = None
         for key, item in value.items():
             if root and key in ROOT_KEEPS:
                 continue
-            sub = child(schema, key)
+            sub = properties.get(key, unknown)
+            if sub is _EMBEDDED:
+                sub = None if key in ROOT_KEEPS else _DROP
             if sub is _DROP:
                 if out is None:
                     out = dict(value)
                 del out[key]
                 continue
+            if sub is None or not isinstance(item, dict | list):
+                continue  # kept as it is (below too), or a value with nothing below
             below = moved.get(key) if moved else None
             if below is True or known is UNKNOWN:
-                sub_known, below = UNKNOWN, None
+                sub_known: Any = UNKNOWN
+                below = None
+            elif known_node is None:  # `known` keeps everything here
+                sub_known = None
             else:
-                sub_known = child(known, key)
+                sub_known = known_node.properties.get(key, known_node.unknown)
+                if sub_known is _EMBEDDED:
+                    sub_known = None if key in ROOT_KEEPS else _DROP
                 if sub_known is _DROP:  # not a key `known` keeps: it came from elsewhere
                     sub_known = UNKNOWN
             kept = prune(item, sub, known=sub_known, moved=below or None)  # type: ignore[arg-type]
