@@ -54,15 +54,18 @@ def test_install_script_gives_a_complete_runtime(tmp_path: Path) -> None:
     assert probe["plugins"] == ["ansible_operator.runner.event_plugin"]
     assert probe["util_modules"] == [
         "admission_response",
+        "conversion_response",
         "k8s_event",
         "k8s_status",
         "osdk_metric",
         "requeue_after",
         "admission",
+        "conversion",
         "k8s_auth",
         "k8s_lookup",
         "status_merge",
         "admission_response",
+        "conversion_response",
     ]
     assert probe["core"].startswith("6.")
     assert not probe["editable"], "the image installs a wheel, not the source tree"

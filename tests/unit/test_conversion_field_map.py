@@ -16,7 +16,6 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from tests.unit.schema_objects import JSON, KEYS, METADATA, objects_of
 
 from ansible_operator.conversion import fidelity, paths
 from ansible_operator.conversion.converter import ConversionFailed, Converter
@@ -33,6 +32,7 @@ from ansible_operator.conversion.field_map import (
 from ansible_operator.conversion.kinds import KindConversion, VersionConversion
 from ansible_operator.conversion.schema import prune, version_schemas
 from ansible_operator.project.watches import load_watches_file
+from schema_objects import JSON, KEYS, METADATA, objects_of
 
 ROOT = Path(__file__).resolve().parents[2]
 P = paths.parse
