@@ -106,7 +106,8 @@ def declared_problems(declared: KindConversion, crd: dict[str, Any]) -> list[Crd
                     version.version,
                     (),
                     "error",
-                    f"{version.source}: version {version.version} is not a version of CRD {name}",
+                    f"version {version.version} is not a version of CRD {name}",
+                    version.source,
                 )
             )
     return found
