@@ -21,6 +21,7 @@ from ansible_operator.conversion.converter import ConversionFailed
 from ansible_operator.conversion.kinds import VersionConversion
 from ansible_operator.conversion.review import ConversionRequest, failure, success
 from ansible_operator.observability.metrics import Metrics
+from ansible_operator.webhooks.admission_limits import SlotsBusy
 from ansible_operator.webhooks.conversion_runs import ConversionRunner
 from ansible_operator.webhooks.crd_conversion import Followed, conversion_path
 
@@ -84,6 +85,20 @@ class ConversionEndpoint:
             )
             self._count(name, version, "failed", how, 0, started)
             return failure(request.uid, str(failed))
+        except SlotsBusy:
+            raise
+        except RecursionError:  # the objects', not ours: no traceback
+            self._count(name, version, "failed", how, 0, started)
+            return failure(request.uid, f"{declared.describe()}: the objects nest too deep")
+        except Exception as error:
+            log.exception("conversion failed kind=%s version=%s", name, version)
+            self._count(name, version, "failed", how, 0, started)
+            # Why is for the operator's log, not for whoever reads the kind.
+            return failure(
+                request.uid,
+                f"{declared.describe()}: the operator could not convert "
+                f"({type(error).__name__}; its log says more)",
+            )
         self._count(name, version, "succeeded", how, len(objects), started)
         log.debug(
             "conversion kind=%s version=%s objects=%d how=%s duration=%.4fs",
