@@ -316,7 +316,7 @@ BODIES = st.dictionaries(
 
 @settings(
     deadline=None,
-    max_examples=300,
+    max_examples=200,
     suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow],
 )
 @given(field_maps(), BODIES, METADATA, st.sampled_from(["v1", "v2"]))
@@ -445,7 +445,7 @@ def test_the_annotation_names_the_version_whose_fields_it_keeps() -> None:
 
 @settings(
     deadline=None,
-    max_examples=300,
+    max_examples=150,
     suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow],
 )
 @given(field_maps(), BODIES, METADATA, st.sampled_from(["v1", "v2"]))
@@ -466,7 +466,7 @@ def test_the_shortcut_past_the_way_back_answers_as_the_way_back_does(
     assert quick.convert_one(obj, other) == expected
 
 
-@settings(deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.sampled_from(["v1beta1", "v1alpha3"]).flatmap(
         lambda version: objects_of(
