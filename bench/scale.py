@@ -3,6 +3,7 @@
     .venv/bin/python bench/scale.py [--objects 1000] [--namespaces 100] [--workers 4]
                                     [--cap 2] [--mode warm|reference]
                                     [--scope list|selector|all] [--changed] [--ready-only]
+                                    [--edits 20] [--edits-only]
                                     [--memory-profile] [--tracemalloc FRAMES]
 
 Creates M namespaces carrying this run's label and N objects of bench/operator's
@@ -19,6 +20,20 @@ allow). With `--changed`, phase `changed`: every object's spec patched at once,
 until all are Successful for the new generation (`obj/s`: N over that time).
 `--ready-only`: the start -> ready time and no reconciles (with `--objects 0`:
 the cost of the namespaces alone).
+
+Edits during the backlog (`--edits N`, 20 by default; 0: none): once ready,
+while the start's list still queues nearly all N objects, N objects the
+operator has not run yet (the last in the list's order: without priorities,
+the last to run) are edited one after the other, each once the one before is
+Successful; per edit, the seconds from the edit to its reconcile starting
+(its `Reconciling` condition for the new generation, polled every 50 ms:
+written as a worker takes it, before its run takes a run slot, which with
+more workers than `--cap` may follow a run later) and to `Successful` for
+it. The table's `edit p50` / `edit p99` are the first, over the N edits
+(nearest rank: with 20, p99 is the slowest); a line under it gives both, each
+edit's figures, and the queue's depth before the first edit and after the last.
+`--edits-only`: stop after the edits (no wait for the whole backlog: 10,000
+objects take about half an hour on two cores), `Successful s` and `lost` n/a.
 
 Per phase: the operator's RSS at ready, idle (every object Successful, no run
 in flight and nothing queued for `--quiet` seconds) and peak (sampled), the
@@ -42,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import shutil
 import sys
@@ -85,6 +101,21 @@ PROFILER = HERE.parent / "memory_profile"  # its sitecustomize answers profile r
 
 
 @dataclass
+class Edit:
+    """One edit during the backlog: seconds to its reconcile starting and to Successful."""
+
+    to_run: float | None
+    to_successful: float | None
+
+
+def nearest_rank(values: list[float], percent: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(percent / 100 * len(ordered)) - 1)]
+
+
+@dataclass
 class Phase:
     """One phase's figures, a row of the table."""
 
@@ -104,6 +135,9 @@ class Phase:
     requests: float = 0.0  # sent to the API server during the phase's reconciles
     runner_files: int = 0
     runner_bytes: int = 0
+    edits: list[Edit] | None = None  # edited while the backlog was queued
+    queued_before_edits: float | None = None
+    queued_after_edits: float | None = None
 
     @property
     def lost(self) -> int:
@@ -391,6 +425,12 @@ def run_phases(
                 present.rss_peak_mib = present.rss_ready_mib or 0.0
                 present.pss_peak_mib = _memory_mib(proctree.tree(operator.process.pid))
                 return phases, startup_requests
+            if args.edits:
+                present.edits, present.queued_before_edits, present.queued_after_edits = (
+                    edit_during_backlog(custom, selector, args, metrics)
+                )
+                if args.edits_only:
+                    return phases, startup_requests
             timeout = args.timeout or 300 + args.objects * 10 / max(args.cap, 1)
             present.successful, done_at = wait_successful(
                 custom, selector, args.objects, timeout, args.stall
@@ -472,6 +512,84 @@ def change_all(
     return changed
 
 
+def _reconciling_for(item: dict[str, Any], generation: int) -> bool:
+    conditions = (item.get("status") or {}).get("conditions") or []
+    return any(
+        c.get("type") == "Reconciling" and (c.get("observedGeneration") or 0) >= generation
+        for c in conditions
+    )
+
+
+def edit_one(
+    custom: client.CustomObjectsApi, namespace: str, name: str, size: int, timeout: float
+) -> Edit:
+    """Edit one object; seconds until its reconcile started and until it is Successful for
+    the edit (polled every 50 ms; None: not seen within `timeout`)."""
+    started = time.monotonic()
+    patched = custom.patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, name, {"spec": {"size": size}}
+    )
+    generation = patched["metadata"]["generation"]
+    to_run = None
+    while (now := time.monotonic()) - started < timeout:
+        item = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+        if to_run is None and _reconciling_for(item, generation):
+            to_run = now - started
+        if is_successful(item, generation):
+            # A run too quick for the polls: it started before it was seen Successful.
+            return Edit(to_run if to_run is not None else now - started, now - started)
+        time.sleep(0.05)
+    return Edit(to_run, None)
+
+
+def edit_during_backlog(
+    custom: client.CustomObjectsApi, selector: str, args: argparse.Namespace, metrics: str
+) -> tuple[list[Edit], float, float]:
+    """`args.edits` objects not run yet, the last in the list's order, edited one
+    after the other; and the queue's depth before the first and after the last."""
+    items = custom.list_cluster_custom_object(
+        GROUP, VERSION, PLURAL, label_selector=selector, resource_version="0"
+    )["items"]
+    order = sorted(
+        items, key=lambda item: (item["metadata"]["namespace"], item["metadata"]["name"])
+    )
+    waiting = [item for item in order if not (item.get("status") or {}).get("conditions")]
+    chosen = waiting[-args.edits :]
+    before = scrape(metrics).get("ansible_operator_queue_depth", 0.0)
+    edits = []
+    for item in reversed(chosen):
+        meta = item["metadata"]
+        size = 7 + len(edits) % 3  # not a size it was created with (1 + index % 3)
+        edits.append(edit_one(custom, meta["namespace"], meta["name"], size, args.edit_timeout))
+    after = scrape(metrics).get("ansible_operator_queue_depth", 0.0)
+    return edits, before, after
+
+
+def report_edits(phase: Phase) -> None:
+    if phase.edits is None:
+        return
+    runs = [e.to_run for e in phase.edits if e.to_run is not None]
+    dones = [e.to_successful for e in phase.edits if e.to_successful is not None]
+    missed = len(phase.edits) - len(dones)
+
+    def pair(values: list[float]) -> str:
+        p50, p99 = nearest_rank(values, 50), nearest_rank(values, 99)
+        if p50 is None or p99 is None:
+            return "n/a"
+        return f"p50 {p50:.2f} s, p99 {p99:.2f} s, max {max(values):.2f} s"
+
+    print(
+        f"{phase.name}: {len(phase.edits)} edits while {phase.queued_before_edits:.0f} objects "
+        f"were queued ({phase.queued_after_edits:.0f} after the last): edit -> its "
+        f"reconcile started {pair(runs)}; edit -> Successful {pair(dones)}"
+        + (f"; {missed} not Successful within --edit-timeout" if missed else "")
+    )
+    each = ", ".join(
+        f"{_cell(e.to_run, '.2f', 0)}/{_cell(e.to_successful, '.2f', 0)}" for e in phase.edits
+    )
+    print(f"  each edit, to its reconcile / to Successful (s): {each}")
+
+
 # ----- the report -------------------------------------------------------------------
 
 
@@ -488,7 +606,8 @@ def report(phases: list[Phase], args: argparse.Namespace, startup_requests: floa
     header = (
         f"{'phase':<8} {'ready s':>7} {'Successful s':>12} {'obj/s':>6} {'lost':>5} "
         f"{'runs max':>8} {'RSS ready':>9} {'RSS idle':>8} {'RSS peak':>8} {'PSS peak':>8} "
-        f"{'cache MiB':>9} {'B/object':>8} {'req/rec':>7} {'run files':>9} {'run MiB':>7}"
+        f"{'cache MiB':>9} {'B/object':>8} {'req/rec':>7} {'run files':>9} {'run MiB':>7} "
+        f"{'edit p50':>8} {'edit p99':>8}"
     )
     print(header)
     for p in phases:
@@ -497,21 +616,28 @@ def report(phases: list[Phase], args: argparse.Namespace, startup_requests: floa
             if p.cache_bytes is not None and p.cache_objects
             else None
         )
+        to_run = [e.to_run for e in p.edits or [] if e.to_run is not None]
+        unfinished = args.ready_only or (args.edits_only and p.name == "present")
         print(
             f"{p.name:<8} {_cell(p.seconds_to_ready, '.2f', 7)} "
             f"{_cell(p.seconds_to_successful, '.1f', 12)} {_cell(p.objects_per_second, '.2f', 6)} "
-            f"{_cell(None if args.ready_only else p.lost, 'd', 5)} {p.most_runs:>8.0f} "
+            f"{_cell(None if unfinished else p.lost, 'd', 5)} {p.most_runs:>8.0f} "
             f"{_cell(p.rss_ready_mib, '.0f', 9)} "
             f"{_cell(p.rss_idle_mib, '.0f', 8)} {p.rss_peak_mib:>8.0f} {p.pss_peak_mib:>8.0f} "
             f"{_cell(None if p.cache_bytes is None else p.cache_bytes / MIB, '.1f', 9)} "
             f"{_cell(per_object, '.0f', 8)} "
             f"{_cell(p.requests / p.successful if p.successful else None, '.1f', 7)} "
-            f"{p.runner_files:>9} {p.runner_bytes / MIB:>7.1f}"
+            f"{p.runner_files:>9} {p.runner_bytes / MIB:>7.1f} "
+            f"{_cell(nearest_rank(to_run, 50), '.2f', 8)} "
+            f"{_cell(nearest_rank(to_run, 99), '.2f', 8)}"
         )
     print(
         "(RSS and PSS in MiB; RSS idle: every object Successful and nothing run or queued "
-        f"for {args.quiet:.0f} s)"
+        f"for {args.quiet:.0f} s; edit p50/p99: seconds from an edit to its reconcile starting, "
+        "while the start's backlog was queued)"
     )
+    for p in phases:
+        report_edits(p)
 
 
 # ----- main -------------------------------------------------------------------------
@@ -535,6 +661,13 @@ def main() -> None:
     parser.add_argument("--scope", choices=("list", "selector", "all"), default="list")
     parser.add_argument("--changed", action="store_true", help="then change every object")
     parser.add_argument("--ready-only", action="store_true", help="time to ready, no reconciles")
+    parser.add_argument(
+        "--edits", type=int, default=20, help="objects edited one by one during the backlog"
+    )
+    parser.add_argument(
+        "--edits-only", action="store_true", help="stop after the edits (no wait for the backlog)"
+    )
+    parser.add_argument("--edit-timeout", type=float, default=120.0, help="seconds per edit")
     parser.add_argument("--clients", type=int, default=8, help="threads creating and deleting")
     parser.add_argument("--quiet", type=float, default=5.0, help="seconds idle before RSS idle")
     parser.add_argument("--ready-timeout", type=float, default=600.0)
@@ -600,7 +733,11 @@ def main() -> None:
             delete_namespaces(core, selector, names, args.clients, args.cleanup_timeout)
             shutil.rmtree(runner_root, ignore_errors=True)
     report(phases, args, startup_requests)
-    lost = [p for p in phases if p.lost and not args.ready_only]
+    lost = [
+        p
+        for p in phases
+        if p.lost and not args.ready_only and not (args.edits_only and p.name == "present")
+    ]
     for p in lost:
         print(f"{p.name}: {p.lost} of {p.objects} objects not Successful for their generation")
     sys.exit(1 if lost else 0)

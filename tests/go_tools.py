@@ -4,6 +4,7 @@ version of their sources into the local cache."""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -28,10 +29,17 @@ def built(name: str) -> Path:
         if path.suffix in {".go", ".mod", ".sum"}:
             digest.update(path.name.encode() + path.read_bytes())
     binary = cache_root() / name / digest.hexdigest()[:16] / name
-    if not binary.exists():
-        binary.parent.mkdir(parents=True, exist_ok=True)
+    if binary.exists():
+        return binary
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    # One build at a time (`./dev test` builds them in the background meanwhile).
+    with (binary.parent / "build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if binary.exists():
+            return binary
+        partial = binary.with_name(f"{name}.partial")
         done = subprocess.run(
-            [go, "build", "-o", str(binary), "."],
+            [go, "build", "-o", str(partial), "."],
             cwd=source,
             capture_output=True,
             text=True,
@@ -39,4 +47,5 @@ def built(name: str) -> Path:
             env={**os.environ, "GOTOOLCHAIN": "local"},
         )
         assert done.returncode == 0, f"go build of tools/{name} failed:\n{done.stderr}"
+        partial.rename(binary)  # whole or not at all: a killed build leaves no binary
     return binary

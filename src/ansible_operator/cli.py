@@ -212,9 +212,16 @@ def build_parser() -> argparse.ArgumentParser:
         default=default_state_dir(),
         help="where its certificates, data, logs and kubeconfig live (default: %(default)s)",
     )
+    # `cluster ACTION --state-dir DIR` too (what messages suggest): the action's own
+    # flag, defaulting to none so the group's (or its default) stands.
+    state_dir = argparse.ArgumentParser(add_help=False)
+    state_dir.add_argument(
+        "--state-dir", type=Path, default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
     actions = cluster.add_subparsers(dest="action", metavar="ACTION", required=True)
     up = actions.add_parser(
         "up",
+        parents=[state_dir],
         help="start etcd, kube-apiserver and kube-controller-manager "
         "detached; print the kubeconfig",
     )
@@ -236,11 +243,12 @@ def build_parser() -> argparse.ArgumentParser:
         "and says to run 'cluster down' first",
     )
     up.set_defaults(func=cluster_up)
-    actions.add_parser("status", help="show whether it runs and is ready").set_defaults(
-        func=cluster_status
-    )
+    actions.add_parser(
+        "status", parents=[state_dir], help="show whether it runs and is ready"
+    ).set_defaults(func=cluster_status)
     images = actions.add_parser(
         "images",
+        parents=[state_dir],
         help="build this repository's images without a registry (buildah, Debian's "
         "packages) and load them into the node",
     )
@@ -255,12 +263,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     load = actions.add_parser(
         "load",
+        parents=[state_dir],
         help="load images into the node's containerd: from ansible-operator's image store, "
         "an OCI or docker archive, or built from a Dockerfile (--build DIR)",
     )
     add_load_arguments(load)
     load.set_defaults(func=cluster_load)
-    down = actions.add_parser("down", help="stop every process of it")
+    down = actions.add_parser("down", parents=[state_dir], help="stop every process of it")
     down.add_argument("--purge", action="store_true", help="also delete its state directory")
     down.set_defaults(func=cluster_down)
 

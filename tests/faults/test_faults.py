@@ -16,7 +16,6 @@ import pytest
 from faultops import (
     GROUP,
     VERSION,
-    Hold,
     StartOperator,
     all_gone,
     converged,
@@ -34,6 +33,7 @@ from ansible_operator.testing.metrics import gvk_label
 from ansible_operator.testing.operator import SERVE_METRICS, OperatorProcess
 from ansible_operator.testing.reading import config_map, events_for
 from ansible_operator.testing.waiting import eventually
+from holds import Hold
 
 WORK = gvk_label(GROUP, VERSION, "Work")
 

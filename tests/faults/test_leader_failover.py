@@ -7,13 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from faultops import GROUP, VERSION, Hold, StartOperator, all_gone, converged, create
+from faultops import GROUP, VERSION, StartOperator, all_gone, converged, create
 from kubernetes import client
 
 from ansible_operator.runner import proctree
 from ansible_operator.testing.metrics import gvk_label
 from ansible_operator.testing.operator import SERVE_METRICS
 from ansible_operator.testing.waiting import eventually
+from holds import Hold
 
 pytestmark = pytest.mark.cluster
 LEASE_SECONDS = 4

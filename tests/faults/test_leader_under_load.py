@@ -21,7 +21,7 @@ from ansible_operator.testing.operator import SERVE_METRICS, OperatorProcess
 pytestmark = pytest.mark.cluster
 
 BURNERS = 6  # concurrent runs, each keeping a core busy: more than this machine's cores
-BURN_SECONDS = 60
+BURN_SECONDS = 20  # five lease durations: a starved renewal loses the Lease in one
 POLL = 0.5
 PROBE_BOUND = 5.0  # seconds: generous; a kubelet's default probe timeout is 1s
 

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from faultops import Hold, StartOperator, converged, create, failed
+from faultops import StartOperator, converged, create, failed
 from kubernetes import client
 
 from ansible_operator.cluster import LocalControlPlane
 from ansible_operator.testing.manifests import apply_manifests, documents
 from ansible_operator.testing.reading import events_for
 from ansible_operator.testing.waiting import eventually, wait_for_condition
+from holds import Hold
 
 pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]

@@ -144,6 +144,8 @@ def test_bundle_files_and_image_labels(bundle: BundleResult) -> None:
 
     assert files == [
         f"cache.{DOMAIN}_memcacheds.yaml",
+        # bound to no one in the bundle: Prometheus' ServiceAccount gets it (--metrics-secure)
+        "memcached-operator-metrics-reader_rbac.authorization.k8s.io_v1_clusterrole.yaml",
         "memcached-operator-metrics_v1_service.yaml",  # the metrics Service ships as is
         "memcached-operator.clusterserviceversion.yaml",
     ], "OLM creates the ServiceAccount and the bindings; the CSV holds the roles"

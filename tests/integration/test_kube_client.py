@@ -129,7 +129,9 @@ async def test_informer_tracks_changes_and_answers_selectors(
             api,
             configmaps,
             namespaces=[kube_namespace],
-            on_event=lambda kind, old, new: events.append((kind, (new or old)["metadata"]["name"])),
+            on_event=lambda kind, old, new, _listed: events.append(
+                (kind, (new or old)["metadata"]["name"])
+            ),
         )
         await informer.start()
         try:

@@ -126,8 +126,9 @@ def test_a_local_run_as_the_service_account_fails_saying_what_to_allow_and_where
     assert condition_of(failed, "Failure")["message"] == (
         f'task "Create the Deployment" (roles/webapp/tasks/main.yml:{line}) failed: '
         f"forbidden: the operator's identity {identity} may not create apps/deployments "
-        f"in namespace {kube_namespace}; allow it in config/rbac/role.yaml "
-        "(or run ansible-operator check --fix-rbac)"
+        f'in namespace {kube_namespace}; add the rule {{apiGroups: ["apps"], '
+        "resources: [deployments], verbs: [create]} to config/rbac/role.yaml "
+        "(`ansible-operator check --fix-rbac` adds those it can see in the roles)"
     )
 
 
@@ -176,7 +177,7 @@ def test_reconcile_as_the_service_account_applies_as_you_and_runs_as_it(
     result = subprocess.run(
         [
             *(sys.executable, "-m", "ansible_operator.cli", "reconcile"),
-            *("-f", "webapp.yaml", "-n", kube_namespace, "--as", identity),
+            *("-f", "webapp.yaml", "--create", "-n", kube_namespace, "--as", identity),
         ],
         cwd=project,
         env={**os.environ, "KUBECONFIG": str(kube_cluster.kubeconfig)},
@@ -189,5 +190,6 @@ def test_reconcile_as_the_service_account_applies_as_you_and_runs_as_it(
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-2000:]
     assert (
         f"forbidden: the operator's identity {identity} may not create apps/deployments "
-        f"in namespace {kube_namespace}; allow it in config/rbac/role.yaml"
+        f'in namespace {kube_namespace}; add the rule {{apiGroups: ["apps"], '
+        "resources: [deployments], verbs: [create]} to config/rbac/role.yaml"
     ) in result.stdout

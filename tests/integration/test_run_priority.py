@@ -45,7 +45,9 @@ module.exit_json(changed=False, nice=os.nice(0))
 class NoProxy:
     """Runs here need no API: a grant with no credentials."""
 
-    def grant(self, owner: Owner, *, writes: bool = True, owns: bool = True) -> RunAccess:
+    def grant(
+        self, owner: Owner, *, writes: bool = True, owns: bool = True, dry_run: bool = False
+    ) -> RunAccess:
         return RunAccess()
 
 

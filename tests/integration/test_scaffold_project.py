@@ -98,7 +98,7 @@ def make(project: Path, cluster: Cluster, target: str) -> subprocess.CompletedPr
     reason="the generated Makefile runs make and kubectl (as Operator SDK's does)",
 )
 def test_make_install_and_uninstall_apply_and_remove_the_crds(
-    tmp_path: Path, kube_cluster: Cluster, kube_api: client.ApiClient
+    tmp_path: Path, kube_cluster: Cluster, kube_api: client.ApiClient, kube_namespace: str
 ) -> None:
     project = tmp_path / "make-operator"
     group = f"make.{DOMAIN}"
@@ -106,15 +106,33 @@ def test_make_install_and_uninstall_apply_and_remove_the_crds(
     for kind, how in (("Widget", "--generate-role"), ("Gadget", "--generate-playbook")):
         cli("create", "api", "--group", "make", "--version", "v1", "--kind", kind, how,
             "--dir", str(project))  # fmt: skip
-    # A second version of Widget: its CRD carries the conversion stanza (the operator's
-    # Service, no caBundle yet), which the API server takes as it is.
-    cli("create", "api", "--group", "make", "--version", "v2", "--kind", "Widget",
-        "--generate-role", "--dir", str(project))  # fmt: skip
     wanted = {f"widgets.{group}", f"gadgets.{group}"}
 
     try:
         make(project, kube_cluster, "install")
         assert crd_names(kube_api, group) == wanted
+        # The README's command for the samples: their kustomization, into a namespace.
+        # Before the second version: its sample is converted by the operator's webhook,
+        # which `make install` alone does not start.
+        subprocess.run(
+            ["kubectl", "apply", "-n", kube_namespace, "-k", "config/samples/"],
+            cwd=project,
+            env={**os.environ, "KUBECONFIG": str(kube_cluster.kubeconfig)},
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+        custom = client.CustomObjectsApi(kube_api)
+        for plural in ("widgets", "gadgets"):
+            items = custom.list_namespaced_custom_object(group, "v1", kube_namespace, plural)
+            assert len(items["items"]) == 1, plural
+
+        # A second version of Widget: its CRD carries the conversion stanza (the
+        # operator's Service, no caBundle yet), which the API server takes as it is,
+        # with v1 objects stored.
+        cli("create", "api", "--group", "make", "--version", "v2", "--kind", "Widget",
+            "--generate-role", "--dir", str(project))  # fmt: skip
+        make(project, kube_cluster, "install")
         widgets = client.ApiextensionsV1Api(kube_api).read_custom_resource_definition(
             f"widgets.{group}"
         )

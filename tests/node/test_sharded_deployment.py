@@ -140,9 +140,11 @@ def sharded(session_node: SessionNode) -> Iterator[Deployed]:
             for namespace in deployed.namespaces:
                 with contextlib.suppress(client.ApiException):
                     drop_finalizers(cluster, namespace)  # any left: the wait above failed
+            # All deleted at once, then waited for: their Pods terminate together.
             for namespace in [*deployed.namespaces, SYSTEM]:
                 with contextlib.suppress(client.ApiException):
                     core.delete_namespace(namespace)
+            for namespace in [*deployed.namespaces, SYSTEM]:
                 wait_for(
                     lambda namespace=namespace: absent(lambda: core.read_namespace(namespace)),
                     f"namespace {namespace} to be deleted",

@@ -183,3 +183,85 @@ def uses_of(tasks: str, tmp_path: Path) -> list[tuple[str, str, tuple[str, ...]]
 def test_what_each_module_uses(task: str, expected: list, tmp_path: Path) -> None:
     (tmp_path / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n")
     assert uses_of(f"- {task}\n", tmp_path) == expected
+
+
+SECRET_TEMPLATE = """\
+{% if tls_enabled | default(false) %}
+apiVersion: v1
+kind: Secret
+{% else %}
+apiVersion: v1
+kind: ConfigMap
+{% endif %}
+metadata:
+  name: {{ ansible_operator_meta.name }}-settings
+  namespace: {{ ansible_operator_meta.namespace }}
+"""
+TEMPLATED_TASKS = """
+- name: Apply the settings
+  kubernetes.core.k8s:
+    definition: "{{ lookup('template', 'settings.yaml.j2') | from_yaml }}"
+- name: Apply what the spec names
+  kubernetes.core.k8s:
+    definition: "{{ lookup('template', item) | from_yaml }}"
+  loop: "{{ extra_templates }}"
+"""
+
+
+@pytest.fixture
+def templated(project: Path) -> Path:
+    """The generated project whose role (as Operator SDK's users write them) also
+    applies an object from its templates/, and others named by a variable."""
+    (project / "roles/memcached/templates").mkdir()
+    (project / "roles/memcached/templates/settings.yaml.j2").write_text(SECRET_TEMPLATE)
+    tasks = project / "roles/memcached/tasks/main.yml"
+    tasks.write_text(tasks.read_text() + TEMPLATED_TASKS)
+    return project
+
+
+def settings_line(root: Path) -> int:
+    lines = (root / "roles/memcached/tasks/main.yml").read_text().splitlines()
+    return lines.index("- name: Apply the settings") + 1
+
+
+def test_a_definition_from_the_roles_template_is_checked_by_its_kind_lines(
+    templated: Path, capsys: pytest.CaptureFixture
+) -> None:
+    assert main(["check", "."]) == 0
+
+    captured = capsys.readouterr()
+    line = settings_line(templated)
+    # The generated role.yaml allows ConfigMaps (the role's own); the Secret branch is a gap.
+    assert (
+        f"roles/memcached/tasks/main.yml:{line}: warning: kubernetes.core.k8s creates or "
+        "changes secrets, which config/rbac/role.yaml does not allow (verbs: get, create, "
+        "patch, list, watch)"
+    ) in captured.out
+    assert (
+        "1 Kubernetes task whose kind is known only when it runs: their RBAC is not checked "
+        "(`check --list-rbac` lists them)"
+    ) in captured.err
+
+
+def test_strict_fails_on_an_rbac_gap_and_passes_once_fixed(
+    templated: Path, capsys: pytest.CaptureFixture
+) -> None:
+    assert main(["check", "--strict", "."]) == 1
+    assert f"main.yml:{settings_line(templated)}: error: " in capsys.readouterr().out
+
+    assert main(["check", "--fix-rbac", "."]) == 0
+    # The project's Deployment's rule, and the template's Secret's.
+    assert "2 rules added to config/rbac/role.yaml" in capsys.readouterr().err
+
+    assert main(["check", "--strict", "."]) == 0
+    assert "no problems found" in capsys.readouterr().err
+
+
+def test_list_rbac_says_why_a_lookup_by_variable_is_unknown(
+    templated: Path, capsys: pytest.CaptureFixture
+) -> None:
+    assert main(["check", "--list-rbac", "."]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "unknown: kubernetes.core.k8s: `definition` looks up a file whose name is templated"
+    ) in out

@@ -148,6 +148,7 @@ def test_mark_unsafe_false_keeps_the_reference_behaviour_and_warns(
             f"--watches-file={watches_file}",
             "-f",
             str(object_file),
+            "--create",
         ],
         cwd=OPERATOR,
         env={**os.environ, "KUBECONFIG": str(kube_cluster.kubeconfig)},

@@ -30,6 +30,7 @@ from ansible_operator.runner import cgroups
 from ansible_operator.testing.operator import OperatorProcess
 from ansible_operator.testing.reading import config_map
 from ansible_operator.testing.waiting import eventually
+from holds import Hold
 
 pytestmark = pytest.mark.cluster
 MEMORY_LIMIT = "512Mi"
@@ -112,12 +113,15 @@ def test_a_process_a_role_leaves_behind_ends_at_the_operators_shutdown(
 
 
 def test_a_run_cannot_find_another_runs_kubeconfig(
-    operator: tuple[OperatorProcess, Path], kube_api: client.ApiClient, kube_namespace: str
+    operator: tuple[OperatorProcess, Path],
+    kube_api: client.ApiClient,
+    kube_namespace: str,
+    tmp_path: Path,
 ) -> None:
     _process, runs = operator
-    hold = unique_sleep(30)
-    create(kube_api, kube_namespace, "Thief", "victim", hold=hold)
-    eventually(lambda: sleeping(hold), what="the victim's run at its task 'Hold'")
+    hold = Hold(tmp_path)
+    create(kube_api, kube_namespace, "Thief", "victim", hold=str(hold.path))
+    hold.wait_reached()
     # While the victim's run holds its kubeconfig, the thief looks for it
     # where the layout of run directories would put it.
     create(kube_api, kube_namespace, "Thief", "thief", victim="victim")
@@ -127,6 +131,7 @@ def test_a_run_cannot_find_another_runs_kubeconfig(
         what="the thief's report",
     )
     assert loot["found"] == ""
+    hold.release()
     condition(kube_api, kube_namespace, "Thief", "victim", "Successful")
     victim = runs / GROUP / VERSION / "Thief" / kube_namespace / "victim"
     assert not [p for p in files_under(victim) if p.name == "kubeconfig"]

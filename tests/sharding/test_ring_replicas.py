@@ -187,11 +187,11 @@ def test_three_replicas_share_the_objects_and_the_server_filters(
     sharded_api: client.ApiClient,
     sharded_crds: None,
 ) -> None:
-    """300 objects over 30 namespaces named in sequence (which one bucket of the
+    """150 objects over 30 namespaces named in sequence (which one bucket of the
     namespaces' hash would hold): each replica reconciles, receives and caches
     its third, and one in ten has a dependent, cached by its owner's replica only."""
     ring = open_ring(sharded_cluster, sharded_api)
-    keys = object_keys(ring.spaces, 300)
+    keys = object_keys(ring.spaces, 150)
     with_dependent = keys[::10]
     with EventCounter(sharded_api) as counter, LeaseMonitor(ring) as monitor:
         ring.start(*REPLICAS)
@@ -332,7 +332,7 @@ def test_a_killed_replica_s_buckets_are_taken_over_once_its_lease_expires(
     sharded_crds: None,
 ) -> None:
     ring = open_ring(sharded_cluster, sharded_api)
-    keys = object_keys(ring.spaces, 150)
+    keys = object_keys(ring.spaces, 90)
     with LeaseMonitor(ring) as monitor:
         ring.start(*REPLICAS)
         held = ring.wait_settled(REPLICAS)
@@ -406,7 +406,7 @@ def test_scaling_one_to_three_to_one_loses_nothing_and_finalizes_once(
     cluster without ShardedListAndWatch; the kill test covers the server's
     filtering while buckets move."""
     ring = open_ring(kube_cluster, kube_api)
-    keys = object_keys(ring.spaces, 90)
+    keys = object_keys(ring.spaces, 60)
     with LeaseMonitor(ring) as monitor:
         ring.start("r0")
         ring.wait_settled(["r0"])

@@ -7,10 +7,12 @@ import pytest
 from ansible_operator.reconciler.annotations import (
     MAX_RUNNER_ARTIFACTS,
     MIN_RECONCILE_PERIOD,
+    PRIORITY,
     RECONCILE_PERIOD,
     VERBOSITY,
     AnnotationError,
     object_settings,
+    queue_priority,
 )
 
 
@@ -34,6 +36,8 @@ def test_reconcile_period_takes_a_duration_or_bare_seconds(value: str, seconds: 
         (VERBOSITY, "9"),
         (MAX_RUNNER_ARTIFACTS, "-1"),
         (MAX_RUNNER_ARTIFACTS, "many"),
+        (PRIORITY, "high"),
+        (PRIORITY, "1.5"),
     ],
 )
 def test_bad_values_name_the_annotation_and_value(annotation: str, value: str) -> None:
@@ -97,3 +101,26 @@ def test_max_runner_artifacts_may_lower_the_watchs_value_never_raise_it(
         assert f"maxRunnerArtifacts ({watch_keeps}); {watch_keeps} are kept" in warning
     else:
         assert settings.warnings == ()
+
+
+@pytest.mark.parametrize(("value", "used"), [("100", 100), (" -40 ", -40), ("0", 0)])
+def test_a_priority_within_its_bounds_is_used_as_written(value: str, used: int) -> None:
+    settings = object_settings(annotated(**{PRIORITY: value}))
+    assert (settings.priority, settings.warnings) == (used, ())
+    assert queue_priority(annotated(**{PRIORITY: value})) == used
+
+
+@pytest.mark.parametrize(("value", "used"), [("1000000", 100), ("-101", -100)])
+def test_a_priority_beyond_its_bounds_is_cut_to_them_with_a_warning(value: str, used: int) -> None:
+    # Whoever may annotate an object ranks it with other objects' changes, not ahead.
+    settings = object_settings(annotated(**{PRIORITY: value}))
+    assert settings.priority == used
+    [warning] = settings.warnings
+    assert PRIORITY in warning and f"{used} is used" in warning
+    assert queue_priority(annotated(**{PRIORITY: value})) == used
+
+
+def test_the_queue_reads_a_bad_or_absent_priority_as_none() -> None:
+    assert queue_priority(annotated(**{PRIORITY: "urgent"})) == 0  # its reconcile says why
+    assert queue_priority({"metadata": {}}) == 0
+    assert object_settings({"metadata": {}}).priority == 0

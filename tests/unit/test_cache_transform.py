@@ -69,7 +69,7 @@ async def fed(api: FakeApi, *objects: dict[str, Any]) -> tuple[Informer, list[An
     for obj in objects:
         api.put(WIDGETS, obj)
     heard: list[Any] = []
-    informer = Informer(api, WIDGETS, on_event=lambda kind, old, new: heard.append(new))
+    informer = Informer(api, WIDGETS, on_event=lambda kind, old, new, _listed: heard.append(new))
     await informer.start()
     await informer.wait_synced()
     return informer, heard
@@ -106,7 +106,9 @@ async def test_a_change_tells_listeners_the_previous_object_as_it_was() -> None:
     api = FakeApi()
     told: list[tuple[str, Any, Any]] = []
     api.put(WIDGETS, as_served("w"))
-    informer = Informer(api, WIDGETS, on_event=lambda *event: told.append(event))
+    informer = Informer(
+        api, WIDGETS, on_event=lambda kind, old, new, _listed: told.append((kind, old, new))
+    )
     await informer.start()
     await informer.wait_synced()
     changed = as_served("w", rv=2, team="red")

@@ -9,9 +9,12 @@ import logging
 import pytest
 
 from ansible_operator.controller.controller import Controller
+from ansible_operator.controller.priorities import Source
+from ansible_operator.controller.queue import Backoff
 from ansible_operator.controller.reconcile import ObjectKey, Outcome
 from ansible_operator.kube.client import ApiError
 from ansible_operator.observability.metrics import Metrics
+from ansible_operator.runner.slots import current_priority
 
 # On the event loop's fake clock (looptime): sleeps, delays and timeouts take no real time.
 pytestmark = pytest.mark.looptime
@@ -172,3 +175,116 @@ async def test_the_queue_depth_and_reconcile_durations_are_exported() -> None:
     assert f'ansible_operator_queue_depth{{GVK="{LABEL}"}} 0.0' in exposition
     assert f'ansible_operator_reconciles_count{{GVK="{LABEL}"}} 2.0' in exposition
     await controller.stop(0)
+
+
+# ----- priorities ------------------------------------------------------------------
+
+
+class Recording:
+    """Answers each reconcile with `outcomes[key]` (once) and notes the order and
+    the run priority each reconcile had current."""
+
+    def __init__(self, outcomes: dict[ObjectKey, Outcome] | None = None) -> None:
+        self.outcomes = dict(outcomes or {})
+        self.order: list[ObjectKey] = []
+        self.priorities: list[int] = []
+        self.changed = asyncio.Event()
+
+    async def reconcile(self, key: ObjectKey) -> Outcome:
+        self.order.append(key)
+        self.priorities.append(current_priority())
+        self.changed.set()
+        return self.outcomes.pop(key, Outcome())
+
+    async def until(self, count: int) -> None:
+        while len(self.order) < count:
+            self.changed.clear()
+            await asyncio.wait_for(self.changed.wait(), 60)
+
+
+def keys(*names: str) -> list[ObjectKey]:
+    return [ObjectKey("team", name) for name in names]
+
+
+async def test_a_changed_object_is_reconciled_before_the_listed_ones() -> None:
+    reconciler = Recording()
+    controller = Controller(LABEL, "Memcached", reconciler, workers=1, metrics=Metrics())
+    for key in keys("a", "b", "c", "d"):
+        controller.enqueue(key, Source.LIST)  # a start: the informer's list
+    controller.enqueue(ObjectKey("team", "d"))  # then someone edits d
+    controller.start()
+    await reconciler.until(4)
+    assert reconciler.order == keys("d", "a", "b", "c")
+    assert reconciler.priorities == [0, -100, -100, -100]
+    await controller.stop(0)
+
+
+async def test_retries_and_requeues_come_between_changes_and_periodic_runs() -> None:
+    controller = Controller(LABEL, "Memcached", Recording(), workers=1, metrics=Metrics())
+    periodic, requeue, retry, change = keys("periodic", "requeue", "retry", "change")
+    for key, source in (
+        (periodic, Source.PERIODIC),
+        (requeue, Source.REQUEUE),
+        (retry, Source.RETRY),
+        (change, Source.CHANGE),
+    ):
+        controller.enqueue(key, source)
+    order = [await controller.queue.get() for _ in range(4)]
+    assert order == [change, requeue, retry, periodic]
+
+
+async def test_the_follow_up_of_each_outcome_is_queued_at_its_source() -> None:
+    a, b, c = keys("a", "b", "c")
+    reconciler = Recording(
+        {
+            a: Outcome(retry=True),
+            b: Outcome(requeue_after=5.0),
+            c: Outcome(requeue_after=5.0, periodic=True),
+        }
+    )
+    metrics = Metrics()
+    controller = Controller(LABEL, "Memcached", reconciler, workers=1, metrics=metrics)
+    controller.queue.backoff = Backoff(base=5.0, jitter=0)
+    controller.start()
+    for key in (a, b, c):
+        controller.enqueue(key)
+    await reconciler.until(6)  # each once more, when its follow-up came due
+    assert reconciler.priorities[3:] == [-50, -50, -100]
+    for source, count in (("change", 3), ("retry", 1), ("requeue", 1), ("periodic", 1)):
+        sample = metrics.registry.get_sample_value(
+            "ansible_operator_queue_duration_seconds_count", {"GVK": LABEL, "source": source}
+        )
+        assert sample == count, source
+    await controller.stop(0)
+
+
+async def test_the_watch_and_the_annotation_add_to_the_priority() -> None:
+    reconciler = Recording()
+    controller = Controller(
+        LABEL, "Memcached", reconciler, workers=1, metrics=Metrics(), priority=20
+    )
+    important, plain = keys("important", "plain")
+    controller.annotated(important, 100)
+    controller.enqueue(plain, Source.CHANGE)
+    controller.enqueue(important, Source.LIST)  # its list ranks with changes (and after them)
+    controller.annotated(plain, 0)
+    controller.start()
+    await reconciler.until(2)
+    assert reconciler.order == [plain, important]
+    assert reconciler.priorities == [20, 20]
+    controller.forget_where(lambda _key: True)
+    assert controller._annotated == {}
+    await controller.stop(0)
+
+
+async def test_the_queue_depth_is_exported_by_source() -> None:
+    metrics = Metrics()
+    controller = Controller(LABEL, "Memcached", Recording(), workers=1, metrics=metrics)
+    for key in keys("a", "b", "c"):
+        controller.enqueue(key, Source.LIST)
+    controller.enqueue(ObjectKey("team", "c"))
+    controller.observe_queue()
+    exposition = metrics.exposition().decode()
+    for source, depth in (("list", 2), ("change", 1), ("retry", 0)):
+        line = f'ansible_operator_queue_depth_by_source{{GVK="{LABEL}",source="{source}"}}'
+        assert f"{line} {depth}.0" in exposition

@@ -118,7 +118,9 @@ async def test_a_listener_added_late_first_hears_every_object_already_held() -> 
     await informer.wait_synced()
     heard: list[tuple[str, str]] = []
 
-    informer.add_listener(lambda kind, old, new: heard.append((kind, new["metadata"]["name"])))
+    informer.add_listener(
+        lambda kind, old, new, _listed: heard.append((kind, new["metadata"]["name"]))
+    )
     api.send(CONFIGMAPS, "MODIFIED", obj("a", rv=2))
     await settle()
 
@@ -301,3 +303,47 @@ async def test_a_blacklisted_kind_is_never_read_from_the_cache_by_that_watchs_ru
     assert not dependents.reads_cached(SECRETS, owner("Memcached"))
     assert dependents.reads_cached(CONFIGMAPS, owner("Memcached"))
     assert dependents.reads_cached(SECRETS, owner("Redis"))
+
+
+SA = "system:serviceaccount:ops:op"
+FORBIDDEN_LIST = (
+    f'configmaps is forbidden: User "{SA}" cannot list resource "configmaps" in API group "" '
+    'in the namespace "team"'
+)
+
+
+async def test_a_kind_we_may_not_watch_is_told_to_its_writers_until_we_may() -> None:
+    """The run succeeded, but its ConfigMaps' drift would go unseen: the owners whose
+    runs wrote the kind run again and hear what was refused; once a list succeeds,
+    they run again and hear nothing."""
+    from ansible_operator.kube.client import ApiError
+    from ansible_operator.runner.rbac_refusal import RbacRefusal
+
+    api = api_holding()
+    refusing = True
+
+    def refuse(resource: Resource, body: dict[str, Any]) -> None:
+        if refusing and resource.plural == "configmaps":
+            raise ApiError(403, "Forbidden", FORBIDDEN_LIST)
+
+    api.before("list", refuse)
+    cache = InformerCache(api, ["team"])
+    dependents = DependentWatches(cache)
+    queued: list[ObjectKey] = []
+    dependents.add_owner(watch("Memcached"), queued.append, namespaced=True)
+
+    await wrote(dependents, CONFIGMAPS, owner("Memcached"))
+    await settle()
+
+    refused = RbacRefusal(SA, "list", "", "configmaps", "team")
+    assert queued == [ObjectKey("team", "mc")]
+    assert dependents.refused_watches(owner("Memcached")) == [refused]
+    assert dependents.refused_watches(owner("Memcached", "other")) == []
+
+    refusing = False  # role.yaml fixed and applied: the informer's next list succeeds
+    await cache.wait_synced()
+    await settle()
+
+    assert queued == [ObjectKey("team", "mc")] * 2
+    assert dependents.refused_watches(owner("Memcached")) == []
+    await cache.stop()

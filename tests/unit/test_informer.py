@@ -50,7 +50,9 @@ async def test_gone_relists_and_reports_what_was_missed() -> None:
     informer = Informer(
         api,
         CONFIGMAPS,
-        on_event=lambda kind, old, new: events.append((kind, (new or old)["metadata"]["name"])),
+        on_event=lambda kind, old, new, _listed: events.append(
+            (kind, (new or old)["metadata"]["name"])
+        ),
     )
     await informer.start()
     await watching(informer, api, 1)
@@ -69,6 +71,33 @@ async def test_gone_relists_and_reports_what_was_missed() -> None:
         ("ADDED", "c"),
     ]
     assert informer.relists == 2
+
+
+async def test_events_say_whether_a_list_or_the_watch_brought_them() -> None:
+    heard: list[tuple[str, str, bool]] = []
+    api = holding(cm("a", 1))
+    informer = Informer(
+        api,
+        CONFIGMAPS,
+        on_event=lambda kind, old, new, listed: heard.append(
+            (kind, (new or old)["metadata"]["name"], listed)
+        ),
+    )
+    await informer.start()
+    await watching(informer, api, 1)
+    api.send(CONFIGMAPS, "ADDED", cm("b", 2))
+    api.send(CONFIGMAPS, "MODIFIED", cm("a", 3))
+    late: list[tuple[str, str, bool]] = []
+    for _ in range(1000):  # until the informer has taken both events
+        if len(heard) == 3:
+            break
+        await asyncio.sleep(0.01)
+    informer.add_listener(
+        lambda kind, old, new, listed: late.append((kind, (new or old)["metadata"]["name"], listed))
+    )
+    await informer.stop()
+    assert heard == [("ADDED", "a", True), ("ADDED", "b", False), ("MODIFIED", "a", False)]
+    assert sorted(late) == [("ADDED", "a", True), ("ADDED", "b", True)]  # the replay: listed
 
 
 async def test_bookmarks_move_the_resume_point(monkeypatch: Any) -> None:
@@ -107,7 +136,7 @@ async def test_a_remembered_write_still_reaches_listeners_as_a_change() -> None:
     informer = Informer(
         api,
         CONFIGMAPS,
-        on_event=lambda kind, old, new: events.append((kind, old, new)),
+        on_event=lambda kind, old, new, _listed: events.append((kind, old, new)),
     )
     informer.remember(cm("a", 2, v="after"))  # a run wrote it; the watch has not said so yet
     await informer.start()

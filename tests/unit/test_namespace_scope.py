@@ -45,7 +45,9 @@ class Heard:
     def __init__(self) -> None:
         self.events: list[tuple[str, str, str]] = []
 
-    def __call__(self, kind: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+    def __call__(
+        self, kind: str, old: dict[str, Any] | None, new: dict[str, Any] | None, _listed: bool
+    ) -> None:
         metadata = (new or old or {})["metadata"]
         self.events.append((kind, metadata["namespace"], metadata["name"]))
 
@@ -263,7 +265,7 @@ async def test_ten_thousand_listed_objects_leave_the_event_loop_free_while_annou
     informer = Informer(
         api,
         CONFIGMAPS,
-        on_event=lambda _kind, _old, new: queue.add(
+        on_event=lambda _kind, _old, new, _listed: queue.add(
             (new["metadata"]["namespace"], new["metadata"]["name"])  # type: ignore[index]
         ),
     )

@@ -63,7 +63,7 @@ class Heard:
         self.events: list[tuple[str, str]] = []
         self.forgotten: list[tuple[str, str]] = []
 
-    def __call__(self, kind: str, old: Any, new: Any) -> None:
+    def __call__(self, kind: str, old: Any, new: Any, _listed: bool) -> None:
         self.events.append((kind, (new or old)["metadata"]["name"]))
 
 

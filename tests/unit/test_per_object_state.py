@@ -91,10 +91,11 @@ async def test_queue_and_controller_hold_nothing_for_deleted_objects() -> None:
     await until(lambda: controller.queue.processing == 0, "the workers idle")
 
     queue = controller.queue
-    assert (len(queue._queue), len(queue._queued), len(queue._processing)) == (0, 0, 0)
+    assert (len(queue._by_priority), len(queue._by_age)) == (0, 0)
+    assert (len(queue._queued), len(queue._processing)) == (0, 0)
     assert (len(queue._dirty), len(queue._waiting_due), len(queue._waiting)) == (0, 0, 0)
     assert queue.backoff._failures == {}
-    assert controller._stops == {}
+    assert controller._stops == {} and controller._annotated == {}
     await controller.stop(grace=1)
 
 

@@ -20,6 +20,7 @@ from ansible_operator.proxy.pipeline import LAST, RULES, chained
 from ansible_operator.proxy.rules.after_write import after_write
 from ansible_operator.proxy.rules.authenticate import authenticate
 from ansible_operator.proxy.rules.forward import forward
+from ansible_operator.proxy.rules.read_only import refuse_writes_of_read_only_runs
 from ansible_operator.proxy.writes import Write
 
 DEPLOYMENTS = Resource("apps", "v1", "Deployment", "deployments", True)
@@ -149,3 +150,68 @@ async def test_reads_and_deletes_are_not_reported() -> None:
     await after_write(exchange_for("GET", WEB, registry), answered(200))
     await after_write(exchange_for("DELETE", WEB, registry), answered(200))
     assert registry.reported == []
+
+
+def preview_exchange(method: str, path: str) -> Exchange:
+    exchange = exchange_for(method, path, Registry())
+    exchange.grant = Grant(OWNER, dry_run=True)
+    return exchange
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "sent"),
+    [
+        ("GET", WEB, True),
+        ("PATCH", WEB + "?dryRun=All&fieldManager=k8s", True),
+        ("POST", "/apis/apps/v1/namespaces/team/deployments?dryRun=All", True),
+        ("DELETE", WEB + "?dryRun=All", True),
+        ("PATCH", WEB, False),
+        ("POST", "/apis/apps/v1/namespaces/team/deployments", False),
+        ("PUT", WEB + "?dryRun=None", False),
+        ("DELETE", WEB, False),
+    ],
+)
+async def test_a_preview_sends_only_reads_and_server_side_dry_runs(
+    method: str, path: str, sent: bool
+) -> None:
+    """`reconcile --check`: whatever a role does, nothing it writes is stored."""
+    forwarded: list[str] = []
+
+    async def server(exchange: Exchange) -> web.StreamResponse:
+        forwarded.append(exchange.method)
+        return web.Response(status=200, body=b"{}")
+
+    response = await chained([refuse_writes_of_read_only_runs], server)(
+        preview_exchange(method, path)
+    )
+
+    assert (bool(forwarded), response.status) == (sent, 200 if sent else 403)
+    if not sent:
+        assert b"this run is a preview (reconcile --check)" in response.body
+
+
+async def test_a_previews_dry_run_write_is_no_dependent_write() -> None:
+    registry = Registry()
+    exchange = exchange_for("PATCH", WEB + "?dryRun=All", registry)
+    exchange.grant = Grant(OWNER, dry_run=True)
+    await after_write(exchange, answered(200, {"kind": "Deployment", "metadata": {}}))
+    assert registry.reported == []
+
+
+async def test_an_rbac_refusal_is_recorded_for_the_run_it_answers() -> None:
+    from ansible_operator.proxy.rules.refusals import record_refusals
+    from ansible_operator.runner.rbac_refusal import RbacRefusal
+
+    message = (
+        'deployments.apps "web" is forbidden: User "system:serviceaccount:ops:op" cannot '
+        'patch resource "deployments" in API group "apps" in the namespace "team"'
+    )
+    exchange = exchange_for("PATCH", WEB, Registry())
+    await record_refusals(exchange, answered(403, {"kind": "Status", "message": message}))
+    other = exchange_for("PATCH", WEB, Registry())
+    await record_refusals(other, answered(422, {"kind": "Status", "message": message}))
+
+    assert exchange.run.refusals.between(None, None) == [
+        RbacRefusal("system:serviceaccount:ops:op", "patch", "apps", "deployments", "team")
+    ]
+    assert other.run.refusals.between(None, None) == []

@@ -16,8 +16,13 @@ from ansible_operator.commands.run import settings_of as run_settings_of
 from ansible_operator.kube.config import KubeConfig
 from ansible_operator.kube.credentials import NoCredentials
 from ansible_operator.kube.impersonation import impersonated_user
-from ansible_operator.runner.events import RunSummary
-from ansible_operator.runner.rbac_refusal import RbacRefusal, rbac_refusal
+from ansible_operator.runner.events import NO_LOG_MESSAGE, EventFold, RunSummary
+from ansible_operator.runner.rbac_refusal import (
+    RbacRefusal,
+    Refusals,
+    rbac_refusal,
+    refusal_in_answer,
+)
 
 SA = "system:serviceaccount:ops:memcached-operator"
 DEPLOYMENTS = (
@@ -82,14 +87,16 @@ def test_the_api_servers_refusal_is_read_however_the_module_quoted_it(
         (
             RbacRefusal(SA, "create", "apps", "deployments", "team"),
             f"forbidden: the operator's identity {SA} may not create apps/deployments in "
-            "namespace team; allow it in config/rbac/role.yaml "
-            "(or run ansible-operator check --fix-rbac)",
+            'namespace team; add the rule {apiGroups: ["apps"], resources: [deployments], '
+            "verbs: [create]} to config/rbac/role.yaml "
+            "(`ansible-operator check --fix-rbac` adds those it can see in the roles)",
         ),
         (
             RbacRefusal(SA, "list", "", "namespaces", ""),
             f"forbidden: the operator's identity {SA} may not list namespaces at the "
-            "cluster scope; allow it in config/rbac/role.yaml "
-            "(or run ansible-operator check --fix-rbac)",
+            'cluster scope; add the rule {apiGroups: [""], resources: [namespaces], '
+            "verbs: [list]} to config/rbac/role.yaml "
+            "(`ansible-operator check --fix-rbac` adds those it can see in the roles)",
         ),
     ],
 )
@@ -99,8 +106,10 @@ def test_a_refusal_says_who_may_not_do_what_where_and_which_file_to_change(
     assert refusal.describe() == sentence
 
 
-def failed_run(result: dict[str, Any]) -> RunSummary:
-    summary = RunSummary()
+def failed_run(
+    result: dict[str, Any], refusals: Refusals | None = None, **times: str
+) -> RunSummary:
+    summary = RunSummary(fold=EventFold(refusals=refusals or Refusals()))
     summary.add(
         {
             "event": "runner_on_failed",
@@ -109,6 +118,7 @@ def failed_run(result: dict[str, Any]) -> RunSummary:
                 "task_path": "/nowhere/roles/web/tasks/main.yml:4",
                 "task_action": "kubernetes.core.k8s",
                 "res": result,
+                **times,
             },
         }
     )
@@ -126,6 +136,57 @@ def test_a_forbidden_task_fails_with_its_location_then_what_to_change() -> None:
         'task "Create the Deployment" (/nowhere/roles/web/tasks/main.yml:4) failed: '
         + RbacRefusal(SA, "create", "apps", "deployments", "team").describe()
     )
+
+
+SECRETS = RbacRefusal(SA, "create", "", "secrets", "team")
+# A task's start and end as ansible-runner's events give them, and moments in and out.
+START, END = "2026-05-01T10:00:00.000000+00:00", "2026-05-01T10:00:01.500000+00:00"
+DURING, BEFORE = 1777629600.7, 1777629590.0
+
+
+def test_a_no_log_task_refused_says_what_the_proxy_saw_and_no_value() -> None:
+    refusals = Refusals()
+    refusals.add(RbacRefusal(SA, "get", "", "configmaps", "team"), at=BEFORE)  # an earlier task's
+    refusals.add(SECRETS, at=DURING)
+    summary = failed_run(
+        {"censored": NO_LOG_MESSAGE, "changed": False}, refusals, start=START, end=END
+    )
+    assert summary.failure_message == (
+        'task "Create the Deployment" (/nowhere/roles/web/tasks/main.yml:4) failed: '
+        + SECRETS.describe()
+        + " (its output is hidden by no_log; the operator's API proxy saw this)"
+    )
+
+
+def test_a_no_log_task_failing_otherwise_stays_hidden() -> None:
+    refusals = Refusals()
+    refusals.add(SECRETS, at=BEFORE)
+    summary = failed_run({"censored": NO_LOG_MESSAGE}, refusals, start=START, end=END)
+    assert summary.failure_message.endswith(f"failed: {NO_LOG_MESSAGE}")
+
+
+def test_several_refusals_of_one_task_name_each_and_each_rule() -> None:
+    refusals = Refusals()
+    refusals.add(SECRETS, at=DURING)
+    refusals.add(RbacRefusal(SA, "get", "", "secrets", "team"), at=DURING + 0.1)
+    message = failed_run({"censored": NO_LOG_MESSAGE}, refusals, start=START, end=END)
+    assert (
+        f"forbidden: the operator's identity {SA} may not create secrets in namespace team; "
+        f"the operator's identity {SA} may not get secrets in namespace team; add the rules "
+        '{apiGroups: [""], resources: [secrets], verbs: [create]}, '
+        '{apiGroups: [""], resources: [secrets], verbs: [get]} to config/rbac/role.yaml'
+    ) in message.failure_message
+
+
+def test_the_proxy_reads_a_refusal_from_the_api_servers_answer_only_for_rbac() -> None:
+    status = {"kind": "Status", "code": 403, "reason": "Forbidden", "message": DEPLOYMENTS}
+    assert refusal_in_answer(json.dumps(status).encode()) == RbacRefusal(
+        SA, "create", "apps", "deployments", "team"
+    )
+    webhook = status | {"message": 'admission webhook "x" denied the request: no'}
+    assert refusal_in_answer(json.dumps(webhook).encode()) is None
+    assert refusal_in_answer(b"<html>") is None
+    assert refusal_in_answer(None) is None
 
 
 def test_a_task_failing_otherwise_keeps_its_own_message() -> None:

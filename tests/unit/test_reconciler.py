@@ -5,6 +5,7 @@ runner (runner/fake.py) and the API an in-memory store."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +133,7 @@ async def test_a_successful_run_goes_running_then_successful_with_its_results() 
     assert {c["observedGeneration"] for c in kstatus_conditions(last)} == {3}
     result = setup.conditions()["Successful"]["ansibleResult"]
     assert (result["ok"], result["changed"], result["failures"]) == (4, 1, 0)
-    assert outcome == Outcome(requeue_after=36000.0)
+    assert outcome == Outcome(requeue_after=36000.0, periodic=True)
     assert len(setup.runner.seen) == 1
     assert setup.runner.seen[0].plan.role == Path("roles/memcached")
     # The outcome carries the run it made, named as the reconciler named it.
@@ -183,9 +184,9 @@ async def test_a_later_success_says_so_in_an_event() -> None:
     ("run", "watch_period", "annotation", "expected"),
     [
         (fake.succeeded(fake.requeue_after("30s")), 600.0, "2m", Outcome(requeue_after=30.0)),
-        (fake.succeeded(), 600.0, "2m", Outcome(requeue_after=120.0)),
-        (fake.succeeded(), 600.0, None, Outcome(requeue_after=600.0)),
-        (fake.succeeded(), None, None, Outcome(requeue_after=36000.0)),
+        (fake.succeeded(), 600.0, "2m", Outcome(requeue_after=120.0, periodic=True)),
+        (fake.succeeded(), 600.0, None, Outcome(requeue_after=600.0, periodic=True)),
+        (fake.succeeded(), None, None, Outcome(requeue_after=36000.0, periodic=True)),
         (fake.failed("t", "boom", fake.requeue_after("45s")), 600.0, None, Outcome(45.0)),
         (fake.failed("t", "boom"), 600.0, "2m", Outcome(retry=True)),
     ],
@@ -303,3 +304,63 @@ async def test_a_failure_that_retries_is_reconciling_and_refused_data_is_stalled
     stalled = next(c for c in status["conditions"] if c["type"] == "Stalled")
     assert stalled["reason"] == "RefusedData" and "ansibleBecomeExe" in stalled["message"]
     assert status["observedGeneration"] == stalled["observedGeneration"] == 3
+
+
+class SummaryRole(FakeRunner):
+    """A role that sets its own summary `Ready` as k8s_status does: the object's
+    conditions merged by type and the whole list written, the operator's included."""
+
+    def __init__(self, setup_api: FakeApi, ready: str) -> None:
+        super().__init__()
+        self.api, self.ready = setup_api, ready
+
+    async def run(self, plan: Any) -> Any:
+        result = await super().run(plan)
+        stored = self.api.objects[(MEMCACHED.plural, KEY.namespace, KEY.name)]
+        listed = [c for c in stored["status"]["conditions"] if c["type"] != "Ready"]
+        own = {"type": "Ready", "status": self.ready, "reason": "Summary", "message": "mine"}
+        stored["status"]["conditions"] = [*listed, own]
+        written = {c["type"]: c for c in stored["status"]["conditions"]}
+        return dataclasses.replace(result, owner_conditions=written)
+
+
+@pytest.mark.parametrize("ready", ["True", "False"])
+async def test_a_role_that_sets_its_own_ready_keeps_it(ready: str) -> None:
+    """The samples' summary conditions (cluster-api's SetSummary) are the role's."""
+    setup = Setup(FakeRunner(), make_watch(), memcached())
+    setup.runner = setup.reconciler.shared.runner = SummaryRole(setup.api, ready)
+
+    await setup.reconcile()
+    assert setup.conditions()["Ready"] | {"status": ready} == setup.conditions()["Ready"]
+    assert (setup.conditions()["Ready"]["reason"], setup.conditions()["Successful"]["status"]) == (
+        "Summary",
+        "True",
+    )
+    # A new generation: the operator no longer writes Ready, not even at the run's start.
+    setup.stored()["metadata"]["generation"] = 4  # type: ignore[index]
+    written = len(setup.api.statuses)
+    await setup.reconcile()
+    assert all(
+        c["reason"] == "Summary"
+        for status in setup.api.statuses[written:]
+        for c in status["conditions"]
+        if c["type"] == "Ready"
+    )
+    assert setup.conditions()["Reconciling"]["status"] == "False"
+
+
+async def test_a_role_that_rewrites_the_operator_s_ready_unchanged_does_not_own_it() -> None:
+    """k8s_status writes the whole list back: the operator's Ready, as it was, is not the role's."""
+
+    class CopyingRole(FakeRunner):
+        async def run(self, plan: Any) -> Any:
+            result = await super().run(plan)
+            stored = setup.api.objects[(MEMCACHED.plural, KEY.namespace, KEY.name)]
+            written = {c["type"]: dict(c) for c in stored["status"]["conditions"]}
+            return dataclasses.replace(result, owner_conditions=written)
+
+    setup = Setup(CopyingRole(fake.succeeded(), fake.failed("x", "no")), make_watch(), memcached())
+    await setup.reconcile()
+    assert setup.conditions()["Ready"]["status"] == "True"
+    await setup.reconcile()  # fails: the operator's Ready follows
+    assert setup.conditions()["Ready"]["status"] == "False"

@@ -38,7 +38,9 @@ class Grants:
         self.granted: list[tuple[Owner, bool, bool]] = []
         self.revoked = 0
 
-    def grant(self, owner: Owner, *, writes: bool = True, owns: bool = True) -> RunAccess:
+    def grant(
+        self, owner: Owner, *, writes: bool = True, owns: bool = True, dry_run: bool = False
+    ) -> RunAccess:
         self.granted.append((owner, writes, owns))
         kubeconfig = {"users": [{"name": "run", "user": {"token": TOKEN}}]}
 

@@ -108,6 +108,18 @@ def test_init_writes_a_project_skeleton(tmp_path: Path, capsys: pytest.CaptureFi
 
     kinds = [d["kind"] for d in load_yaml(project / "config/rbac/leader_election.yaml")]
     assert kinds == ["Role", "RoleBinding"]
+    # Metrics over HTTPS to authorised scrapers only, as controller-runtime serves them.
+    assert "--metrics-secure" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    auth = load_yaml(project / "config/rbac/metrics_auth.yaml")
+    assert [d["kind"] for d in auth] == ["ClusterRole", "ClusterRoleBinding", "ClusterRole"]
+    assert auth[1]["subjects"] == [
+        {
+            "kind": "ServiceAccount",
+            "name": "memcached-operator-controller-manager",
+            "namespace": "memcached-operator-system",
+        }
+    ]
+    assert monitor["spec"]["endpoints"][0]["scheme"] == "https"
     [account] = load_yaml(project / "config/rbac/service_account.yaml")
     assert account["metadata"]["namespace"] == "memcached-operator-system"
     [role] = load_yaml(project / "config/rbac/role.yaml")
@@ -123,7 +135,13 @@ def test_init_writes_a_project_skeleton(tmp_path: Path, capsys: pytest.CaptureFi
     for kustomization, resources in {
         "crd": [],
         "samples": [],
-        "rbac": ["service_account.yaml", "role.yaml", "role_binding.yaml", "leader_election.yaml"],
+        "rbac": [
+            "service_account.yaml",
+            "role.yaml",
+            "role_binding.yaml",
+            "leader_election.yaml",
+            "metrics_auth.yaml",
+        ],
         "manager": ["manager.yaml"],
         "default": ["../crd", "../rbac", "../manager"],  # the two below commented out
         "sharding": ["../default"],  # patched into a shard ring of three replicas

@@ -120,7 +120,7 @@ def test_the_overlay_deploys_what_the_plain_manifests_do_and_changes_only_the_ri
     }
     # The leader-elected deployment keeps its narrower Lease Role.
     account = ("ansible-operator", "ansible-operator-system")
-    assert lease_verbs(list(plain.values()), *account) == {"get", "create", "update"}
+    assert lease_verbs(list(plain.values()), *account) == {"get", "watch", "create", "update"}
 
 
 def test_the_overlay_is_no_file_the_bundle_reads() -> None:

@@ -55,6 +55,7 @@ def test_defaults(tmp_path: Path) -> None:
     assert watch.watch_dependent_status is False
     assert watch.run_timeout is None
     assert watch.max_concurrent_reconciles is None
+    assert watch.priority == 0
     assert watch.ansible_verbosity is None
     assert watch.source.endswith("watches.yaml:1")
 
@@ -95,6 +96,7 @@ def test_every_field(tmp_path: Path) -> None:
   watchDependentStatus: true
   runTimeout: 10m
   maxConcurrentReconciles: 4
+  priority: 50
 """,
     )
     assert watch.vars == {"size": 3, "name": "{{ ansible_operator_meta.name }}"}
@@ -115,6 +117,7 @@ def test_every_field(tmp_path: Path) -> None:
     assert watch.watch_dependent_status is True
     assert watch.run_timeout == 600.0
     assert watch.max_concurrent_reconciles == 4
+    assert watch.priority == 50
 
 
 def test_gvk_helpers() -> None:
@@ -189,6 +192,11 @@ def test_unknown_key_names_line_and_suggests(tmp_path: Path) -> None:
     assert str(tmp_path / "watches.yaml") in message
 
 
+def test_a_misspelt_priority_is_named_with_the_key_meant(tmp_path: Path) -> None:
+    message = errors(tmp_path, BASIC + "  priorty: 10\n")
+    assert message.endswith("watches.yaml:5: unknown key 'priorty' (did you mean 'priority'?)")
+
+
 def test_unknown_key_without_close_match_lists_known_keys(tmp_path: Path) -> None:
     message = errors(tmp_path, BASIC + "  zzz: 1\n")
     assert "watches.yaml:5: unknown key 'zzz'" in message
@@ -203,6 +211,9 @@ def test_unknown_key_without_close_match_lists_known_keys(tmp_path: Path) -> Non
         ("  maxRunnerArtifacts: many", "'maxRunnerArtifacts' must be an integer, not 'many'"),
         ("  maxRunnerArtifacts: -1", "'maxRunnerArtifacts' must be at least 0, not -1"),
         ("  maxConcurrentReconciles: 0", "'maxConcurrentReconciles' must be positive, not 0"),
+        ("  priority: high", "'priority' must be an integer, not 'high'"),
+        ("  priority: 1001", "'priority' must be at most 1000, not 1001"),
+        ("  priority: -1001", "'priority' must be at least -1000, not -1001"),
         ("  reconcilePeriod: soon", "'reconcilePeriod': invalid duration 'soon'"),
         ("  runTimeout: '30'", "'runTimeout': invalid duration '30'"),
         ("  vars: [a, b]", "'vars' must be a mapping, not a list"),

@@ -7,6 +7,7 @@ CI and the demo build it once (a cold build takes minutes; a cached one, none).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
@@ -131,6 +132,16 @@ def ensure_binary(progress: Callable[[str], None] | None = None) -> Path:
     if binary.exists():
         return binary
     directory.mkdir(parents=True, exist_ok=True)
+    # One build at a time: a second caller (a test tier while `./dev test` builds it in
+    # the background) waits for the first and takes its binary.
+    with (directory / "build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if binary.exists():
+            return binary
+        return _build(go, src, directory, binary, say)
+
+
+def _build(go: str, src: Path, directory: Path, binary: Path, say: Callable[[str], None]) -> Path:
     version = kubernetes_version(src)
     log = directory / "build.log"
     partial = directory / "controlplane.partial"

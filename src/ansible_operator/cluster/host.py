@@ -107,7 +107,17 @@ def ensure_packages(packages: dict[str, str], say: Callable[[str], None]) -> Non
         raise HostError(f"missing packages {', '.join(missing)}: install them as root with apt-get")
     say(f"installing {', '.join(missing)} from Debian's packages")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing]
+    # Another apt-get (a build of images meanwhile) holds dpkg's lock: wait for it.
+    install = [
+        "apt-get",
+        "-o",
+        "DPkg::Lock::Timeout=900",
+        "install",
+        "-y",
+        "-q",
+        "--no-install-recommends",
+        *missing,
+    ]
     if subprocess.run(install, env=env, capture_output=True, check=False).returncode != 0:
         # An old or empty package list is the usual cause: refresh it once.
         _run(["apt-get", "update", "-q"], env=env)

@@ -6,12 +6,15 @@ errors, modules and actions that the collections path cannot resolve), and check
 their templates for the ansible-core 2.18 -> 2.19 changes that break existing
 roles (lint/templating.py); a webhook's, also for names its run does not define
 and for never answering (lint/webhook_roles.py); what their Kubernetes tasks
-do against config/rbac/role.yaml (lint/rbac.py; `--fix-rbac` adds what is missing); and
-the CRDs of config/crd/bases: a served version the API server cannot convert, and, with
+do against config/rbac/role.yaml (lint/rbac.py, following the templates and files
+their definitions look up; `--fix-rbac` adds what is missing); and the CRDs of
+config/crd/bases: a served version the API server cannot convert, and, with
 `--crd-baseline cluster|REVISION`, what is unsafe against the CRDs installed or at a git
 revision (lint/crds.py: removed versions still stored, removed or retyped fields, new
 required fields without a default).
-Prints `file:line: error|warning: message`; exits 1 when something will fail.
+Prints `file:line: error|warning: message`; exits 1 when something will fail, and
+with `--strict` when the role file does not allow what a task does. The summary
+counts the Kubernetes tasks whose kind cannot be known without running them.
 Then, on stderr with the summary, a note: the spec keys the operator refuses because
 a watch's role or playbook assigns a variable of that name (lint/assigned_vars.py).
 """
@@ -88,6 +91,12 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
         "are errors",
     )
     parser.add_argument(
+        "--strict",
+        action="store_true",
+        help=f"an RBAC gap (a task doing what {ROLE_FILE} does not allow) is an error: "
+        "exit 1 (`make deploy` and `make dev` run this)",
+    )
+    parser.add_argument(
         "--fix-rbac",
         action="store_true",
         help=f"add the rules the roles and playbooks need to {ROLE_FILE} (the rest of "
@@ -113,7 +122,9 @@ def check(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as failure:
         print(f"ansible-operator check: --crd-baseline: {failure}", file=sys.stderr)
         return 2
-    findings, targets = check_project(directory, **options, crd_baseline=baseline)
+    findings, targets = check_project(
+        directory, strict=args.strict, **options, crd_baseline=baseline
+    )
     for finding in findings:
         print(finding.format(relative_to=Path.cwd()))
     env = _environment(directory, args.ansible_roles_path, args.ansible_collections_path)
@@ -128,7 +139,19 @@ def check(args: argparse.Namespace) -> int:
     else:
         summary = f"no problems found in {checked}"
     print(f"ansible-operator check: {summary}", file=sys.stderr)
+    unknown = unresolved_tasks(targets)
+    if unknown:
+        print(
+            f"ansible-operator check: {_count(unknown, 'Kubernetes task')} whose kind is known "
+            "only when it runs: their RBAC is not checked (`check --list-rbac` lists them)",
+            file=sys.stderr,
+        )
     return 1 if errors else 0
+
+
+def unresolved_tasks(targets: Targets) -> int:
+    """The tasks (file, line) whose kind check could not know, as check_project found them."""
+    return len({(item.path, item.line) for item in targets.rbac_unknown})
 
 
 def crd_baseline(directory: Path, which: str) -> Baseline:
@@ -264,9 +287,12 @@ def check_project(
     watches_file: Path | None = None,
     roles_path: str | None = None,
     collections_path: str | None = None,
+    strict: bool = False,
     crd_baseline: Baseline | None = None,
 ) -> tuple[list[Finding], Targets]:
-    """Every finding in the project, sorted by file and line; and what was checked."""
+    """Every finding in the project, sorted by file and line; and what was checked
+    (with the Kubernetes tasks whose kind could not be known: `rbac_unknown`).
+    `strict`: an RBAC gap is an error."""
     directory = Path(directory).resolve()
     watches_file = Path(watches_file or directory / "watches.yaml")
     env = _environment(directory, roles_path, collections_path)
@@ -298,9 +324,10 @@ def check_project(
         findings.update(checker.findings)
     role_file = directory / ROLE_FILE
     rules = read_rules(role_file) if role_file.is_file() else None
+    uses, unknown = _rbac_uses(directory, targets, keywords)
+    targets.rbac_unknown = unknown
     if rules is not None:
-        uses, _ = _rbac_uses(directory, targets, keywords)
-        findings.update(gaps(uses, rules, str(ROLE_FILE)))
+        findings.update(gaps(uses, rules, str(ROLE_FILE), strict=strict))
     findings.update(crd_findings(directory, loaded.conversions, crd_baseline))
     return sorted(findings, key=lambda f: (f.path, f.line, f.severity.value, f.message)), targets
 
@@ -336,7 +363,13 @@ def _rbac_uses(
     for home, paths in files:
         for path in paths:
             found = uses_in_tasks(
-                path, _compose(path), keywords, kinds, files=[home / "files", directory]
+                path,
+                _compose(path),
+                keywords,
+                kinds,
+                files=[home / "files", directory],
+                home=home,
+                project=directory,
             )
             uses += found[0]
             unknown += found[1]

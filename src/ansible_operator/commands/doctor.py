@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 import tempfile
 from pathlib import Path
 
@@ -41,6 +42,12 @@ class PrintVersions(argparse.Action):
 
 
 def add_doctor_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--python",
+        action="store_true",
+        help="print only the Python interpreter ansible-operator runs with (where its "
+        "pytest plugin is: a generated project's `make test` runs pytest with it)",
+    )
     parser.add_argument("--ansible-roles-path", default=None)
     parser.add_argument("--ansible-collections-path", default=None)
     add_acceleration_switch(parser)
@@ -59,6 +66,9 @@ async def _verdicts(args: argparse.Namespace) -> dict[str, Verdict]:
 
 
 def doctor(args: argparse.Namespace) -> int:
+    if args.python:
+        print(sys.executable)
+        return 0
     print(version_text().rsplit("\n", 1)[0])
     try:
         verdicts = asyncio.run(_verdicts(args))

@@ -1,12 +1,21 @@
 """`ansible-operator reconcile`: run one object's reconcile once, locally.
 
-    ansible-operator reconcile -f memcached.yaml          # apply it, then reconcile it
     ansible-operator reconcile Memcached/mc -n team       # an object already in the cluster
-    ansible-operator reconcile -f memcached.yaml --check  # check mode, with diffs; writes nothing
+    ansible-operator reconcile -f memcached.yaml          # apply it (it must exist), reconcile it
+    ansible-operator reconcile -f memcached.yaml --create # ... creating it if it does not
+    ansible-operator reconcile Memcached/mc --check       # a preview: nothing is written
 
 The run goes through the same proxy as in the operator (owner references
-injected), prints Ansible's own output live, then the object's conditions.
-Exit code 0 when the run succeeded.
+injected), prints Ansible's own output live, then the conditions. What the
+role does is done; the object itself (its status, finalizers, Events) is left
+alone unless `--write-status` is given, since an operator in the cluster may be
+reconciling it too: the conditions printed are those the run would write.
+`--check` is a preview: Ansible in check mode, every write of the run sent as a
+server-side dry run (the proxy refuses any other), so defaults and admission
+webhooks show in the diffs, which leave out the server's bookkeeping
+(managedFields, resourceVersion) and Secret data (reconcile_output.py).
+An error from the API server or the file is one line naming it; exit 2.
+Exit code 0 when the run succeeded, 1 when it failed.
 """
 
 from __future__ import annotations
@@ -21,9 +30,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import yaml
 
 from ansible_operator.cluster import connect_config
+from ansible_operator.commands.reconcile_output import PreviewOutput
 from ansible_operator.controller.reconcile import ObjectKey
 from ansible_operator.kube.client import ApiClient, ApiError
 from ansible_operator.kube.config import KubeConfigError
@@ -41,6 +52,7 @@ from ansible_operator.project.watches import (
     templated_cluster_data,
 )
 from ansible_operator.proxy.server import ApiProxy
+from ansible_operator.reconciler import conditions
 from ansible_operator.reconciler.ansible_reconciler import AnsibleReconciler, Shared
 from ansible_operator.runner.host import RunnerHost
 from ansible_operator.settings import AnsibleSettings, RunSettings, Settings, WatchingSettings
@@ -48,6 +60,8 @@ from ansible_operator.settings.ansible import facts_skipped
 from ansible_operator.settings.flags import add_flags, flag_value
 
 FIELD_MANAGER = "ansible-operator-reconcile"
+# The uid a preview (`--check --create`) of an object not yet created runs with.
+PREVIEW_UID = "00000000-0000-0000-0000-000000000000"
 
 
 class ReconcileError(Exception):
@@ -72,12 +86,32 @@ def add_reconcile_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KIND/NAME",
         help="an object in the cluster, e.g. Memcached/example",
     )
-    parser.add_argument("-f", "--filename", type=Path, help="a YAML file with the object")
+    parser.add_argument(
+        "-f",
+        "--filename",
+        type=Path,
+        help="a YAML file with the object: applied to it (as you) before the run; it must "
+        "exist unless --create (with --check: run as written, nothing applied)",
+    )
+    parser.add_argument(
+        "--create",
+        action="store_true",
+        help="with -f: create the object when it does not exist",
+    )
     parser.add_argument("-n", "--namespace", help="the object's namespace")
     # The flags `run` has too, declared with its settings.
     add_flags(parser, only=["--watches-file", "--kubeconfig", "--as"])
     parser.add_argument(
-        "--check", action="store_true", help="Ansible check mode with diffs; nothing is written"
+        "--check",
+        action="store_true",
+        help="a preview: Ansible check mode with diffs, every write sent as a server-side "
+        "dry run (any other refused); nothing is written",
+    )
+    parser.add_argument(
+        "--write-status",
+        action="store_true",
+        help="write the conditions (and finalizers, Events) to the object, as the operator "
+        "does; by default they are printed and the object is left alone",
     )
     parser.add_argument(
         "-v", "--verbose", action="count", default=0, help="Ansible verbosity (-v ... -vvvvvv)"
@@ -96,6 +130,24 @@ def find_watch(watches: list[Watch], api_version: str | None, kind: str) -> Watc
     )
 
 
+def read_object(path: Path) -> dict[str, Any]:
+    """The one object of a YAML file; ReconcileError naming the file otherwise."""
+    try:
+        documents = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d]
+    except OSError as error:
+        raise ReconcileError(f"{path}: {error.strerror or error}") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise ReconcileError(f"{where}: not YAML: {getattr(error, 'problem', error)}") from None
+    if len(documents) != 1 or not isinstance(documents[0], dict):
+        raise ReconcileError(f"{path}: expected exactly one object, found {len(documents)}")
+    doc = documents[0]
+    if not isinstance(doc.get("metadata"), dict) or not doc["metadata"].get("name"):
+        raise ReconcileError(f"{path}: the object has no metadata.name")
+    return doc
+
+
 async def load_target(
     args: argparse.Namespace,
     api: ApiClient,
@@ -104,27 +156,32 @@ async def load_target(
     default_namespace: str,
 ) -> tuple[Watch, Resource, dict[str, Any]]:
     if args.filename is not None:
-        documents = [d for d in yaml.safe_load_all(args.filename.read_text()) if d]
-        if len(documents) != 1 or not isinstance(documents[0], dict):
-            raise ReconcileError(f"{args.filename}: expected exactly one object")
-        doc = documents[0]
+        doc = read_object(args.filename)
         watch = find_watch(watches, doc.get("apiVersion"), str(doc.get("kind", "")))
         resource = await mapper.resource_for(watch.gvk.group, watch.gvk.version, watch.gvk.kind)
-        metadata = doc.setdefault("metadata", {})
+        metadata = doc["metadata"]
         if resource.namespaced:
-            metadata["namespace"] = (
-                metadata.get("namespace") or args.namespace or (default_namespace)
-            )
+            metadata["namespace"] = metadata.get("namespace") or args.namespace or default_namespace
         namespace = metadata.get("namespace") if resource.namespaced else None
+        current = await _current(api, resource, metadata["name"], namespace)
+        if current is None and not args.create:
+            raise ReconcileError(
+                f"{_named(watch, metadata['name'], namespace)} does not exist; `reconcile -f` "
+                "never creates what you did not ask it to: create it (kubectl apply -f "
+                f"{args.filename}) or pass --create"
+            )
         if args.check:
-            try:
-                current = await api.get(resource, metadata["name"], namespace)
-                metadata.setdefault("uid", current["metadata"]["uid"])
-            except ApiError as error:
-                if error.status != 404:
-                    raise
-                metadata.setdefault("uid", "00000000-0000-0000-0000-000000000000")
-            return watch, resource, doc
+            # The object as the API server would store it (defaults, webhooks), stored nowhere.
+            previewed = await api.request(
+                "PATCH",
+                resource.path(namespace, metadata["name"], None),
+                body={"apiVersion": resource.api_version, "kind": resource.kind, **doc},
+                content_type="application/apply-patch+yaml",
+                params={"fieldManager": FIELD_MANAGER, "force": "true", "dryRun": "All"},
+            )
+            if current is None:  # it has no uid: its dependents' owner references need one
+                previewed["metadata"].setdefault("uid", PREVIEW_UID)
+            return watch, resource, previewed
         applied = await api.patch(
             resource,
             metadata["name"],
@@ -141,28 +198,83 @@ async def load_target(
     watch = find_watch(watches, None, kind)
     resource = await mapper.resource_for(watch.gvk.group, watch.gvk.version, watch.gvk.kind)
     namespace = (args.namespace or default_namespace) if resource.namespaced else None
+    found = await _current(api, resource, name, namespace)
+    if found is None:
+        raise ReconcileError(f"{_named(watch, name, namespace)} not found")
+    return watch, resource, found
+
+
+def _named(watch: Watch, name: str, namespace: str | None) -> str:
+    return f"{watch.gvk.kind} {name}" + (f" in namespace {namespace}" if namespace else "")
+
+
+async def _current(
+    api: ApiClient, resource: Resource, name: str, namespace: str | None
+) -> dict[str, Any] | None:
+    """The object as it is in the cluster; None when it (or its namespace) is not there."""
     try:
-        return watch, resource, await api.get(resource, name, namespace)
+        return await api.get(resource, name, namespace)
     except ApiError as error:
         if error.status == 404:
-            raise ReconcileError(
-                f"{watch.gvk.kind} {name} not found"
-                + (f" in namespace {namespace}" if namespace else "")
-            ) from None
+            if namespace and not await _namespace_exists(api, namespace):
+                raise ReconcileError(f"namespace {namespace} does not exist") from None
+            return None
         raise
 
 
-def print_conditions(obj: dict[str, Any]) -> None:
-    conditions = (obj.get("status") or {}).get("conditions") or []
-    if not conditions:
+async def _namespace_exists(api: ApiClient, namespace: str) -> bool:
+    namespaces = Resource("", "v1", "Namespace", "namespaces", False)
+    try:
+        await api.get(namespaces, namespace)
+    except ApiError as error:
+        if error.status == 404:
+            return False
+        if error.status == 403:
+            return True  # not ours to know: say the object is missing
+        raise
+    return True
+
+
+def print_conditions(obj: dict[str, Any], title: str = "") -> None:
+    found = (obj.get("status") or {}).get("conditions") or []
+    if title:
+        print(title)
+    if not found:
         print("(no conditions)")
         return
-    print(f"{'TYPE':<14} {'STATUS':<7} {'REASON':<20} MESSAGE")
-    for condition in conditions:
+    print(f"{'TYPE':<18} {'STATUS':<7} {'REASON':<24} MESSAGE")
+    for condition in found:
         print(
-            f"{condition.get('type', ''):<14} {condition.get('status', ''):<7} "
-            f"{condition.get('reason', ''):<20} {condition.get('message', '')}"
+            f"{condition.get('type', ''):<18} {condition.get('status', ''):<7} "
+            f"{condition.get('reason', ''):<24} {condition.get('message', '')}"
         )
+
+
+class WouldWrite:
+    """What a reconcile that leaves its object alone would have written to it."""
+
+    def __init__(self) -> None:
+        self.updates: list[conditions.Condition] = []
+        self.other: list[str] = []
+
+    def __call__(self, what: str, detail: Any) -> None:
+        if what == "status":
+            self.updates += detail
+        elif what == "Event":
+            kind, reason, message = detail
+            self.other.append(f"Event {kind} {reason}: {message}")
+        else:
+            self.other.append(f"{what}: {detail}")
+
+    def show(self, obj: dict[str, Any]) -> None:
+        status = obj.get("status") or {}
+        merged = conditions.merge_conditions(status.get("conditions"), self.updates)
+        print_conditions(
+            {"status": {"conditions": merged}},
+            "conditions this run would write (not written: pass --write-status to write them):",
+        )
+        for line in self.other:
+            print(f"would write {line}")
 
 
 def settings_of(args: argparse.Namespace) -> Settings:
@@ -184,12 +296,17 @@ def settings_of(args: argparse.Namespace) -> Settings:
 
 
 async def reconcile_once(args: argparse.Namespace) -> int:
+    if args.check and args.write_status:
+        raise ReconcileError("--check writes nothing: --write-status cannot go with it")
+    if args.create and args.filename is None:
+        raise ReconcileError("--create goes with -f FILE")
     settings = settings_of(args)
     watching = settings.watching
     watches = load_watches(watching.watches_file, cwd=Path.cwd())
     for warning in templated_cluster_data(watches):
         print(f"ansible-operator: warning: {warning}", file=sys.stderr)
     config = connect_config(watching.kubeconfig)
+    would_write = None if args.write_status else WouldWrite()
     with tempfile.TemporaryDirectory(prefix="ansible-operator-reconcile-") as scratch:
         async with ApiClient(config) as api:
             mapper = RestMapper(api)
@@ -215,7 +332,8 @@ async def reconcile_once(args: argparse.Namespace) -> int:
                     metrics=metrics,
                     max_runs=1,
                     contain=False,  # the command ends with its run: nothing outlives it
-                    live_output=lambda text: print(text, flush=True),
+                    live_output=_print_output,
+                    shown=PreviewOutput() if args.check else None,
                 )
                 await host.start()
                 started.push_async_callback(host.stop)
@@ -227,13 +345,16 @@ async def reconcile_once(args: argparse.Namespace) -> int:
                     metrics=metrics,
                     runner=host,
                     admission=admission,
+                    would_write=would_write,
                 )
                 metadata = obj["metadata"]
                 reader = OneObject(obj)
                 reconciler = AnsibleReconciler(watch, resource, reader, shared)
                 result = (await reconciler.reconcile(reader.key)).run
             print()
-            if not args.check:
+            if would_write is not None:
+                would_write.show(obj)
+            else:
                 try:
                     print_conditions(
                         await api.get(resource, metadata["name"], metadata.get("namespace"))
@@ -246,7 +367,7 @@ async def reconcile_once(args: argparse.Namespace) -> int:
                 print("no run happened (nothing to do for this object)")
                 return 0
             verdict = "succeeded" if result.succeeded else f"FAILED: {result.message}"
-            mode = " (check mode: nothing was written)" if args.check else ""
+            mode = " (preview: nothing was written)" if args.check else ""
             print(f"reconcile of {watch.gvk.kind} {metadata['name']} {verdict}{mode}")
             return 0 if result.succeeded else 1
 
@@ -257,4 +378,19 @@ def reconcile(args: argparse.Namespace) -> int:
         return asyncio.run(reconcile_once(args))
     except (ReconcileError, WatchesError, KubeConfigError) as error:
         print(f"ansible-operator: {error}", file=sys.stderr)
-        return 2
+    except ApiError as error:
+        print(f"ansible-operator: reconcile: the API server answered {one_line(str(error))}",
+              file=sys.stderr)  # fmt: skip
+    except (aiohttp.ClientError, OSError) as error:
+        print(f"ansible-operator: reconcile: cannot reach the API server: {one_line(str(error))}",
+              file=sys.stderr)  # fmt: skip
+    return 2
+
+
+def _print_output(text: str) -> None:
+    if text:
+        print(text, flush=True)
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())

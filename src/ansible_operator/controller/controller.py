@@ -4,7 +4,15 @@ queue and its workers, calling a `Reconciler` for each key and turning its
 
     retry          -> back off (per key, exponential) and run again
     requeue_after  -> forget the backoff, run again after that many seconds
+                      (the role's ask, or the reconcile period: `periodic`)
     neither        -> forget the backoff; the next event brings it back
+
+Each key is queued at a priority (priorities.py): what queued it (a change, a
+list, a retry, the role's requeue_after, the reconcile period), the watch's
+priority and the object's annotated one, which the manager's listener tells
+it (`annotated`) and which is kept only for objects that have one. A reconcile
+runs with its key's priority current (runner/slots.py), so that where runs
+wait for one of the operator's run slots, the higher priority goes first there too.
 
 It knows nothing of Ansible, watches or informers: what to reconcile comes in
 through `enqueue`, how to reconcile is the reconciler's business. `stop_run`
@@ -20,10 +28,12 @@ import logging
 import time
 from collections.abc import Callable
 
+from ansible_operator.controller.priorities import Source, priority
 from ansible_operator.controller.queue import ShutDown, WorkQueue
 from ansible_operator.controller.reconcile import ObjectKey, Outcome, Reconciler
 from ansible_operator.kube.client import ApiError
 from ansible_operator.observability.metrics import Metrics
+from ansible_operator.runner.slots import prioritized
 from ansible_operator.runner.stopping import RunStop, RunStopped, stoppable
 
 log = logging.getLogger("ansible_operator.controller")
@@ -38,23 +48,37 @@ class Controller:
         *,
         workers: int,
         metrics: Metrics,
+        priority: int = 0,
     ) -> None:
         """`name` labels the queue's metrics (group/version/kind); `kind` is
-        what log lines about its objects say."""
+        what log lines about its objects say; `priority` is the watch's."""
         self.name = name
         self.kind = kind
         self.reconciler = reconciler
         self.workers = workers
         self.metrics = metrics
+        self.priority = priority
         self.queue: WorkQueue[ObjectKey] = WorkQueue(name)
+        self._annotated: dict[ObjectKey, int] = {}  # objects with a priority annotation
         self._tasks: list[asyncio.Task[None]] = []
         self._stops: dict[ObjectKey, RunStop] = {}  # of the keys being reconciled
         # Whether a key is this replica's to reconcile (a shard ring moves keys away).
         self.admits: Callable[[ObjectKey], bool] = _every_key
 
-    def enqueue(self, key: ObjectKey) -> None:
-        self.queue.add(key)
-        self.observe_queue()
+    def enqueue(self, key: ObjectKey, source: Source = Source.CHANGE) -> None:
+        self.queue.add(key, self._priority(key, source), source)
+        self.metrics.queue_depth.labels(self.name).set(len(self.queue))
+
+    def annotated(self, key: ObjectKey, value: int) -> None:
+        """The object's priority annotation as last seen (0: none); kept for the
+        adds that do not see the object (dependents, retries, requeues)."""
+        if value:
+            self._annotated[key] = value
+        else:
+            self._annotated.pop(key, None)
+
+    def _priority(self, key: ObjectKey, source: Source) -> int:
+        return priority(source, self.priority, self._annotated.get(key, 0))
 
     def forget_namespace(self, namespace: str) -> None:
         """The objects of `namespace` are no longer ours (it left the watched
@@ -72,6 +96,8 @@ class Controller:
         """Drop the matching keys, queued or scheduled (their objects went to
         another replica); a reconcile in flight goes on (see `in_flight`)."""
         dropped = self.queue.discard_where(predicate)
+        for key in [key for key in self._annotated if predicate(key)]:
+            del self._annotated[key]
         self.observe_queue()
         return dropped
 
@@ -88,9 +114,15 @@ class Controller:
 
     def observe_queue(self) -> None:
         self.metrics.queue_depth.labels(self.name).set(len(self.queue))
+        for source in Source:
+            by_source = self.metrics.queue_depth_by_source.labels(self.name, source.value)
+            by_source.set(self.queue.depth(source.value))
 
     # ----- workers -----------------------------------------------------------
     def start(self) -> None:
+        """Start the workers (once: a second call does nothing)."""
+        if self._tasks:
+            return
         for number in range(self.workers):
             self._tasks.append(asyncio.create_task(self._worker(), name=f"{self.name}#{number}"))
 
@@ -109,10 +141,12 @@ class Controller:
     async def _worker(self) -> None:
         while True:
             try:
-                key = await self.queue.get()
+                handout = await self.queue.take()
             except ShutDown:
                 return
-            self.observe_queue()
+            key = handout.item
+            self.metrics.queue_depth.labels(self.name).set(len(self.queue))
+            self.metrics.queue_duration.labels(self.name, handout.source).observe(handout.waited)
             if not self.admits(key):
                 # Moved to another replica after it was queued: theirs to run now.
                 self.queue.done(key)
@@ -120,7 +154,7 @@ class Controller:
             # The queue hands a key to one worker at a time: one stop per key.
             self._stops[key] = RunStop()
             try:
-                with stoppable(self._stops[key]):
+                with stoppable(self._stops[key]), prioritized(handout.priority):
                     outcome = await self._reconcile(key)
                 self._follow(key, outcome)
             finally:
@@ -129,7 +163,9 @@ class Controller:
 
     def _follow(self, key: ObjectKey, outcome: Outcome) -> None:
         if outcome.retry:
-            delay = self.queue.add_rate_limited(key)
+            delay = self.queue.add_rate_limited(
+                key, self._priority(key, Source.RETRY), Source.RETRY
+            )
             log.info(
                 "retrying with backoff kind=%s namespace=%s name=%s delay=%.1fs",
                 self.kind,
@@ -140,7 +176,8 @@ class Controller:
             return
         self.queue.forget(key)
         if outcome.requeue_after is not None and outcome.requeue_after > 0:
-            self.queue.add_after(key, outcome.requeue_after)
+            source = Source.PERIODIC if outcome.periodic else Source.REQUEUE
+            self.queue.add_after(key, outcome.requeue_after, self._priority(key, source), source)
 
     async def _reconcile(self, key: ObjectKey) -> Outcome:
         started = time.monotonic()

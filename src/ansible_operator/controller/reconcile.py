@@ -32,6 +32,7 @@ class Outcome:
 
     requeue_after: float | None = None
     retry: bool = False
+    periodic: bool = False  # requeue_after is the reconcile period, not the role's ask
     run: RunResult | None = field(default=None, compare=False)  # not an ask of the queue
 
 

@@ -4,6 +4,10 @@ kube/namespace_scope.py) and telling its listeners what changed.
 
 - A listener added late first hears ADDED for every object already held, as
   client-go's handlers do: whatever it builds from the events misses nothing.
+- Each event says whether a list announced it (`listed`: a list or relist,
+  a namespace entering, the replay to a late listener) or the watch did, as
+  controller-runtime's `IsInInitialList`: what was there is not a change
+  (controller/priorities.py queues it after the changes).
 - Bookmarks keep the resourceVersion fresh, so a reconnect resumes where it
   left off instead of relisting.
 - 410 Gone (the resourceVersion is too old): relist, and diff the fresh list
@@ -43,7 +47,10 @@ The test operator (tests/operator, 4 kinds) with WATCH_NAMESPACE listing
 per namespace it had not started after 240 s (lists timing out for the pool).
 
 A cluster-wide list the operator's RBAC refuses (403) falls back to a watch
-per namespace, logged once per kind.
+per namespace, logged once per kind. Health listeners hear each failed list or
+watch (the error) and each list that succeeds (None): the dependent watches
+tell the owners when their dependents' kind may not be watched
+(manager/dependents.py).
 
 A namespace that enters the scope is listed and its objects dispatched as
 ADDED; one that leaves is forgotten: its objects dropped from the store with
@@ -83,9 +90,13 @@ from ansible_operator.kube.types import Resource
 
 log = logging.getLogger("ansible_operator.informer")
 
-EventListener = Callable[[str, dict[str, Any] | None, dict[str, Any] | None], None]
+# (event, old, new, listed): `listed` when a list announced it (a relist, a namespace
+# entering, the replay to a listener added late), not the watch.
+EventListener = Callable[[str, dict[str, Any] | None, dict[str, Any] | None, bool], None]
 StoreKey = tuple[str, str]  # namespace ("" when cluster-scoped), name
 ForgetListener = Callable[[list[StoreKey]], None]
+# Hears a failed list or watch (its error), and a list that succeeded (None).
+HealthListener = Callable[[ApiError | None], None]
 
 BACKOFF_START = 0.5
 BACKOFF_MAX = 30.0
@@ -142,6 +153,7 @@ class Informer:
         self.label_selector = label_selector
         self._listeners: list[EventListener] = [on_event] if on_event is not None else []
         self._forget_listeners: list[ForgetListener] = []
+        self._health_listeners: list[HealthListener] = []
         self.name = name or f"{resource.group or 'core'}/{resource.version}/{resource.plural}"
         self._store: dict[StoreKey, Held] = {}
         self._held_bytes = 0
@@ -222,11 +234,22 @@ class Informer:
         the store already holds."""
         self._listeners.append(listener)
         for held in list(self._store.values()):
-            self._tell(listener, "ADDED", None, held.unpack())
+            self._tell(listener, "ADDED", None, held.unpack(), True)
 
     def add_forget_listener(self, listener: ForgetListener) -> None:
         """`listener` hears the keys of the objects a share that shrank forgot."""
         self._forget_listeners.append(listener)
+
+    def add_health_listener(self, listener: HealthListener) -> None:
+        """`listener` hears every failed list or watch, and every list that succeeds."""
+        self._health_listeners.append(listener)
+
+    def _tell_health(self, error: ApiError | None) -> None:
+        for listener in list(self._health_listeners):
+            try:
+                listener(error)
+            except Exception:
+                log.exception("health listener failed informer=%s", self.name)
 
     def covers(self, namespace: str | None) -> bool:
         """Whether the store holds the objects of `namespace` (None: of every
@@ -488,6 +511,7 @@ class Informer:
                 if error.status == 403 and namespace is None and not self.scope.every:
                     self._watch_each_namespace(error)
                     return
+                self._tell_health(error)
                 log.warning(
                     "watch failed, retrying informer=%s%s in=%.1fs error=%s",
                     self.name,
@@ -550,7 +574,7 @@ class Informer:
         for number, key in enumerate(gone, 1):
             old = self._drop(key)
             if old is not None:
-                self._dispatch("DELETED", old.unpack(), None)
+                self._dispatch("DELETED", old.unpack(), None, listed=True)
             if number % DISPATCH_BATCH == 0:
                 await asyncio.sleep(0)
         for number, (key, (item, held)) in enumerate(fresh.items(), 1):
@@ -558,13 +582,14 @@ class Informer:
                 old = self._store.get(key)
                 self._put(key, held)
                 if old is None:
-                    self._dispatch("ADDED", None, item)
+                    self._dispatch("ADDED", None, item, listed=True)
                 elif old.version != held.version:
-                    self._dispatch("MODIFIED", old.unpack(), item)
+                    self._dispatch("MODIFIED", old.unpack(), item, listed=True)
             if number % DISPATCH_BATCH == 0:
                 await asyncio.sleep(0)
         self._listed.add(namespace)
         self._check_synced()
+        self._tell_health(None)
         return version
 
     async def _list_entered(self, namespace: str) -> None:
@@ -607,7 +632,9 @@ class Informer:
             if kept is None:
                 continue
             self._put(key, kept)
-            self._dispatch("ADDED" if old is None else "MODIFIED", _unpacked(old), item)
+            self._dispatch(
+                "ADDED" if old is None else "MODIFIED", _unpacked(old), item, listed=True
+            )
             if number % DISPATCH_BATCH == 0:
                 await asyncio.sleep(0)
         self._deleted_while_entering.pop(namespace, None)
@@ -671,9 +698,16 @@ class Informer:
         if written is not None and seen is not None and written[0] <= seen:
             del self._written[key]
 
-    def _dispatch(self, kind: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+    def _dispatch(
+        self,
+        kind: str,
+        old: dict[str, Any] | None,
+        new: dict[str, Any] | None,
+        *,
+        listed: bool = False,
+    ) -> None:
         for listener in list(self._listeners):
-            self._tell(listener, kind, old, new)
+            self._tell(listener, kind, old, new, listed)
 
     def _tell(
         self,
@@ -681,9 +715,10 @@ class Informer:
         kind: str,
         old: dict[str, Any] | None,
         new: dict[str, Any] | None,
+        listed: bool,
     ) -> None:
         # One listener's bug must not keep the change from the others.
         try:
-            listener(kind, old, new)
+            listener(kind, old, new, listed)
         except Exception:
             log.exception("event handler failed informer=%s event=%s", self.name, kind)

@@ -50,7 +50,7 @@ class SelectedNamespaces(NamespaceScope):
         await self._informer.stop()
 
     def _on_namespace(
-        self, event: str, old: dict[str, Any] | None, new: dict[str, Any] | None
+        self, event: str, old: dict[str, Any] | None, new: dict[str, Any] | None, _listed: bool
     ) -> None:
         name = ((new or old or {}).get("metadata") or {}).get("name")
         if not name:

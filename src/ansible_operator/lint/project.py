@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -15,6 +16,9 @@ from ansible_operator.conversion.kinds import KindConversion
 from ansible_operator.lint import yaml_nodes as y
 from ansible_operator.project.watches import Watch
 from ansible_operator.project.webhook_entries import Webhook
+
+if TYPE_CHECKING:
+    from ansible_operator.lint.rbac import Unknown
 
 __all__ = [
     "Targets",
@@ -41,6 +45,8 @@ class Targets:
     # watch runs too (a reconcile's variables come from the object: unknown here).
     of_webhooks: dict[Path, list[Webhook]] = field(default_factory=dict)
     of_watches: set[Path] = field(default_factory=set)
+    # The Kubernetes tasks whose kind is known only when they run (lint/rbac.py).
+    rbac_unknown: list[Unknown] = field(default_factory=list)
 
 
 def yaml_files(folder: Path) -> list[Path]:

@@ -5,9 +5,11 @@ not a 403 once deployed.
 A task's module and arguments say which verbs it uses (`k8s` with `state: absent`
 deletes, `k8s_info` gets or lists, `k8s_status` patches the status subresource, ...)
 and on what: a `definition` or `src` file with a literal `kind` and `apiVersion`,
-or `kind:`/`api_version:` arguments. A kind that is templated, or that is neither a
-built-in kind known here nor a CRD of config/crd/bases, is listed as unknown, not
-guessed.
+`kind:`/`api_version:` arguments, or the role's template or file a `definition`
+reads (`lookup('template', 'x.yaml.j2') | from_yaml`, the `template:` argument),
+whose literal `kind:` lines say what it makes (resource_templates.py). A kind
+that is templated, or that is neither a built-in kind known here nor a CRD of
+config/crd/bases, is listed as unknown, not guessed.
 """
 
 from __future__ import annotations
@@ -20,7 +22,13 @@ from typing import Any
 import yaml
 
 from ansible_operator.lint import yaml_nodes as y
-from ansible_operator.lint.findings import Finding, warning
+from ansible_operator.lint.findings import Finding, error, warning
+from ansible_operator.lint.resource_templates import (
+    FileRef,
+    heads_in_text,
+    referenced_files,
+    search_path,
+)
 from ansible_operator.values.rbac_rules import granted, is_role
 
 __all__ = [
@@ -174,10 +182,15 @@ def uses_in_tasks(
     keywords: frozenset[str],
     kinds: dict[tuple[str, str], str],
     files: Iterable[Path] = (),
+    *,
+    home: Path | None = None,
+    project: Path | None = None,
 ) -> tuple[list[Use], list[Unknown]]:
     """The accesses of the tasks in `root` (a task list or a playbook). `files`:
-    the folders a `src:` is looked up in (the role's files/, the project)."""
-    reader = _TaskReader(path, keywords, kinds, list(files))
+    the folders a `src:` is looked up in (the role's files/, the project);
+    `home` (the role, or the playbook's folder) and `project`: where the
+    templates and files a definition looks up are found."""
+    reader = _TaskReader(path, keywords, kinds, list(files), home, project)
     for task in _tasks(root):
         reader.task(task)
     return reader.uses, reader.unknown
@@ -205,6 +218,8 @@ class _TaskReader:
     keywords: frozenset[str]
     kinds: dict[tuple[str, str], str]
     files: list[Path]
+    home: Path | None = None
+    project: Path | None = None
 
     def __post_init__(self) -> None:
         self.uses: list[Use] = []
@@ -325,16 +340,18 @@ class _TaskReader:
         return found
 
     def definitions(self, call: _Call) -> list[dict[str, Any]] | None:
-        """The literal kinds and apiVersions of `definition`/`src`; [] when there is
-        neither; None when they are templated (reported as unknown)."""
+        """The literal kinds and apiVersions of `definition`/`src`/`template`; []
+        when there is none of them; None when they are templated (reported as unknown)."""
         node = call.args.get("definition") or call.args.get("resource_definition")
         if node is not None:
             if y.is_string(node):
                 if "{{" in node.value or "{%" in node.value:
-                    self.unknown_use(call, "`definition` is templated")
-                    return None
+                    return self.templated_definition(call, node.value)
                 node = _compose_text(node.value)
             return _heads(node.value if isinstance(node, yaml.SequenceNode) else [node])
+        template = call.args.get("template")
+        if template is not None:
+            return self.template_argument(call, template)
         src = call.text("src")
         if src is None:
             return []
@@ -351,9 +368,66 @@ class _TaskReader:
         self.unknown_use(call, f"`src: {src}` is not in the role's files/")
         return None
 
+    def templated_definition(self, call: _Call, text: str) -> list[dict[str, Any]] | None:
+        """A `definition` with Jinja in it: YAML text whose `kind:` lines are
+        literal, or a lookup of the role's template or file."""
+        written = heads_in_text(text)
+        if written:
+            return written
+        refs = referenced_files(text)
+        if refs is None:
+            self.unknown_use(call, "`definition` looks up a file whose name is templated")
+            return None
+        if not refs:
+            self.unknown_use(call, "`definition` is templated")
+            return None
+        return self.read_files(call, refs)
+
+    def template_argument(self, call: _Call, node: yaml.Node) -> list[dict[str, Any]] | None:
+        """The `k8s` module's `template:` (a path, `{path: ...}`, or a list of them)."""
+        items = node.value if isinstance(node, yaml.SequenceNode) else [node]
+        refs = []
+        for item in items:
+            path = _scalar(y.get(item, "path")) if isinstance(item, yaml.MappingNode) else None
+            name = path if path is not None else _scalar(item)
+            if not isinstance(name, str) or "{{" in name:
+                self.unknown_use(call, "`template` is templated")
+                return None
+            refs.append(FileRef("template", name))
+        return self.read_files(call, refs)
+
+    def read_files(self, call: _Call, refs: list[FileRef]) -> list[dict[str, Any]] | None:
+        heads: list[dict[str, Any]] = []
+        for ref in refs:
+            found = self.find(ref)
+            if found is None:
+                where = f"the role's {'templates' if ref.plugin == 'template' else 'files'}/"
+                self.unknown_use(call, f"{ref.plugin} `{ref.name}` is not in {where}")
+                return None
+            try:
+                text = found.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                self.unknown_use(call, f"{ref.plugin} `{ref.name}` cannot be read")
+                return None
+            written = heads_in_text(text)
+            if not written:
+                self.unknown_use(call, f"{ref.plugin} `{ref.name}` has no literal `kind:` line")
+                return None
+            heads += written
+        return heads
+
+    def find(self, ref: FileRef) -> Path | None:
+        name = Path(ref.name)
+        if name.is_absolute():
+            return name if name.is_file() else None
+        places = search_path(ref.plugin, self.home, self.project) if self.home else []
+        if self.project is not None and not self.home:
+            places = search_path(ref.plugin, self.project, self.project)
+        return next((place / name for place in places if (place / name).is_file()), None)
+
     def target(self, call: _Call, definition: dict[str, Any]) -> _Target | None:
         kind, api_version = definition.get("kind"), definition.get("apiVersion") or "v1"
-        if kind is None:
+        if not kind:
             self.unknown_use(call, "no `kind`")
             return None
         if "{{" in kind or "{{" in api_version:
@@ -459,8 +533,12 @@ def _missing_verbs(rules: list[dict[str, Any]], use: Use) -> list[str]:
     return [verb for verb in use.verbs if not granted(rules, use.group, use.resource, verb)]
 
 
-def gaps(uses: Iterable[Use], rules: list[dict[str, Any]], role_file: str) -> list[Finding]:
-    """A warning at each task that uses what the role does not allow."""
+def gaps(
+    uses: Iterable[Use], rules: list[dict[str, Any]], role_file: str, *, strict: bool = False
+) -> list[Finding]:
+    """A warning at each task that uses what the role does not allow (an error
+    when `strict`: `check --strict`, which `make deploy` runs)."""
+    report = error if strict else warning
     findings = []
     for use in sorted(set(uses)):
         missing = _missing_verbs(rules, use)
@@ -470,7 +548,7 @@ def gaps(uses: Iterable[Use], rules: list[dict[str, Any]], role_file: str) -> li
         if set(missing) & set(_DEPENDENT_WATCH) and use.does.endswith("creates or changes"):
             why = " (list and watch: the operator watches what its runs create)"
         findings.append(
-            warning(
+            report(
                 use.path,
                 use.line,
                 f"{use.does} {use.shown}, which {role_file} does not allow "

@@ -26,6 +26,15 @@ object, same resourceVersion) is the run's own and does not re-queue that
 owner. Any other version (another writer, a controller, a drift) does, at
 once. The reference runs every owner a second time, with nothing to do,
 after each run that changed something.
+
+A dependent kind the operator may not list or watch (its RBAC lacks them)
+leaves the owners' runs successful but their dependents unwatched: drift
+goes unseen. Until a kind's informer has listed, the registry remembers which
+owners' runs wrote it; when the list or watch is refused (403), those owners
+are queued again, and their reconcile reports it (`refused_watches`: a
+`DependentsWatched` condition and a Warning Event naming the verb, the
+resource, the namespace and the rule for config/rbac/role.yaml); once a list
+succeeds, they are queued again and the condition turns True.
 """
 
 from __future__ import annotations
@@ -39,11 +48,13 @@ from typing import Any
 from ansible_operator.controller.handlers import OwnerKind, requests_for_owners
 from ansible_operator.controller.reconcile import ObjectKey
 from ansible_operator.kube.cache import InformerCache
-from ansible_operator.kube.informer import EventListener
+from ansible_operator.kube.client import ApiError
+from ansible_operator.kube.informer import EventListener, HealthListener, Informer
 from ansible_operator.kube.types import Owner, Resource
 from ansible_operator.manager.blacklist import blacklisted, gets_dependent_watch
 from ansible_operator.project.watches import Watch
 from ansible_operator.proxy.writes import Write
+from ansible_operator.runner.rbac_refusal import RbacRefusal, rbac_refusal
 
 log = logging.getLogger("ansible_operator.controller")
 
@@ -104,6 +115,11 @@ class DependentWatches:
         # a version a run wrote -> that run's owner, until its change event comes
         self._own_writes: OrderedDict[Version, Writer] = OrderedDict()
         self._in_flight: dict[ObjectRef, list[_InFlight]] = {}
+        self._informers: dict[KindKey, Informer] = {}
+        # The kinds whose list or watch RBAC refused, and what was refused.
+        self._refused: dict[KindKey, RbacRefusal] = {}
+        # Of each kind not listed yet (or refused): the owners whose runs wrote it.
+        self._writers: dict[KindKey, set[Writer]] = {}
 
     def add_owner(self, watch: Watch, enqueue: Enqueue, *, namespaced: bool) -> None:
         """A watch whose runs' writes may start dependent watches; `enqueue`
@@ -153,6 +169,9 @@ class DependentWatches:
             key = _kind_key(write.resource)
             self._remember_own_write(key, write)
             self._follow(key, owning, write)
+            informer = self._informers.get(key)
+            if key in self._refused or (informer is not None and not informer.synced):
+                self._writers.setdefault(key, set()).add(_writer_of(write.owner))
         for deliver in flight.waiting if flight is not None else ():
             deliver()
 
@@ -177,10 +196,59 @@ class DependentWatches:
         # In a shard ring, the dependents of this replica's owners only (by the
         # owner's shard label the proxy stamps on what runs create).
         informer = self.cache.informer(write.resource, follows="owner")
+        self._informers[key] = informer
         informer.add_listener(self._listener(key))
+        informer.add_health_listener(self._health(key, write.resource))
+
+    # ----- dependents the operator may not watch ------------------------------
+    def refused_watches(self, owner: Owner) -> list[RbacRefusal]:
+        """What RBAC refuses of the watches of the kinds `owner`'s runs wrote."""
+        writer = _writer_of(owner)
+        return [
+            refusal
+            for key, refusal in sorted(self._refused.items())
+            if writer in self._writers.get(key, ())
+        ]
+
+    def _health(self, key: KindKey, resource: Resource) -> HealthListener:
+        def on_health(error: ApiError | None) -> None:
+            if error is None:
+                if self._refused.pop(key, None) is not None:
+                    log.info(
+                        "dependents watched now kind=%s group=%s", resource.kind, resource.group
+                    )
+                    self._requeue_writers(key)
+                informer = self._informers.get(key)
+                if informer is not None and informer.synced:
+                    self._writers.pop(key, None)
+                return
+            refusal = rbac_refusal(error.message) if error.status == 403 else None
+            if refusal is None or self._refused.get(key) == refusal:
+                return
+            self._refused[key] = refusal
+            log.warning(
+                "dependents not watched kind=%s group=%s reason=%s",
+                resource.kind,
+                resource.group,
+                refusal.describe(),
+            )
+            self._requeue_writers(key)
+
+        return on_health
+
+    def _requeue_writers(self, key: KindKey) -> None:
+        """The owners whose runs wrote the kind reconcile again, to say what changed."""
+        for group, kind, owner_key in sorted(self._writers.get(key, ())):
+            owning = self._watches.get((group, kind))
+            if owning is not None:
+                owning.enqueue(owner_key)
 
     def _listener(self, key: KindKey) -> EventListener:
-        def on_event(event: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        def on_event(
+            event: str, old: dict[str, Any] | None, new: dict[str, Any] | None, _listed: bool
+        ) -> None:
+            # A dependent's ADDED re-queues no one (handlers.py), listed or not; any
+            # other event is a change, a relist's too (controller/priorities.py).
             if event != "MODIFIED":
                 # A create's own version comes back as ADDED, which re-queues no one:
                 # nothing would ever take it out of `_own_writes` but eviction.

@@ -25,11 +25,18 @@ the check names the field and the value.
   wait). So a Lease with a far-future renewTime, or otherwise malformed, is
   taken over after our own lease duration of seeing it unchanged, instead of
   blocking every replica forever; a holder that keeps renewing keeps it.
+- A standby watches its Lease (as the shard ring watches its own): each change
+  is timed as it happens and wakes it, so a Lease a leader released on a clean
+  exit is taken at once rather than at the next retry period, and a dead
+  leader's is taken the moment it expires (the next try is due then, not at
+  the next retry period after). Without `watch` on Leases (an older Role),
+  it polls every retry period as before, after one line saying so.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import json
 import logging
@@ -48,6 +55,8 @@ log = logging.getLogger("ansible_operator.leader")
 
 
 MAX_LEASE_SECONDS = 3600
+EXPIRY_MARGIN = 0.05  # seconds after an expiry a standby tries, so it finds it expired
+WATCH_BACKOFF_MAX = 10.0
 INT32_MAX = 2**31 - 1
 SHOWN_VALUE_CHARS = 100
 
@@ -177,6 +186,8 @@ class LeaderElector:
         self._observed_record: str | None = None
         self._observed_at = 0.0
         self._reported_malformed: str | None = None
+        self._changed = asyncio.Event()  # the watch saw the Lease change
+        self._next_try_in = retry_period  # seconds: sooner when the holder's lease expires sooner
 
     @property
     def _lease(self) -> str:
@@ -185,16 +196,23 @@ class LeaderElector:
     async def acquire(self) -> None:
         """Wait until this candidate holds the Lease, then keep renewing it."""
         log.info("waiting for leadership lease=%s identity=%s", self._lease, self.identity)
-        while True:
-            try:
-                if await self._try_acquire():
-                    break
-            except (ApiError, OSError) as error:
-                log.warning("lease acquisition failed lease=%s error=%s", self._lease, error)
-            except Exception:
-                # A standby retries whatever it met; only a bug gets here.
-                log.error("lease acquisition failed lease=%s", self._lease, exc_info=True)
-            await asyncio.sleep(self.retry_period)
+        watcher = asyncio.create_task(self._watch_lease(), name="leader-lease-watch")
+        try:
+            while True:
+                self._next_try_in = self.retry_period
+                try:
+                    if await self._try_acquire():
+                        break
+                except (ApiError, OSError) as error:
+                    log.warning("lease acquisition failed lease=%s error=%s", self._lease, error)
+                except Exception:
+                    # A standby retries whatever it met; only a bug gets here.
+                    log.error("lease acquisition failed lease=%s", self._lease, exc_info=True)
+                await self._until_next_try()
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
         log.info("became leader lease=%s identity=%s", self._lease, self.identity)
         self._renewer = asyncio.create_task(self._renew_loop(), name="leader-renew")
 
@@ -220,8 +238,50 @@ class LeaderElector:
             return await self._write(lease)
         held_by_another = record.holder not in ("", self.identity)
         if held_by_another and not self._expired(record, unchanged_for):
+            self._next_try_in = min(self.retry_period, self._expires_in(record, unchanged_for))
             return False
         return await self._write(lease)
+
+    async def _until_next_try(self) -> None:
+        """A retry period, or less: until the watch sees the Lease change, or
+        the holder's lease is due to expire."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), timeout=max(self._next_try_in, 0.0))
+        self._changed.clear()
+
+    async def _watch_lease(self) -> None:
+        """Each change of the Lease, timed as it comes and waking the standby."""
+        backoff = self.retry_period
+        while True:
+            try:
+                async for event in self.api.watch(
+                    LEASES,
+                    self.namespace,
+                    field_selector=f"metadata.name={self.name}",
+                    timeout_seconds=300,
+                ):
+                    backoff = self.retry_period
+                    if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                        if event.get("type") != "DELETED":
+                            self._observe((event.get("object") or {}).get("spec"))
+                        self._changed.set()
+            except asyncio.CancelledError:
+                raise
+            except ApiError as error:
+                if error.status == 403:
+                    log.info(
+                        "not watching the lease, polling it every %gs lease=%s "
+                        "(allow watch on leases for a faster takeover) error=%s",
+                        self.retry_period,
+                        self._lease,
+                        error,
+                    )
+                    return
+                log.debug("lease watch failed lease=%s error=%s", self._lease, error)
+            except Exception as error:
+                log.debug("lease watch failed lease=%s error=%s", self._lease, error)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, WATCH_BACKOFF_MAX)
 
     def _observe(self, spec: object) -> float:
         """Seconds, by our own clock, since the Lease's record last changed."""
@@ -231,6 +291,15 @@ class LeaderElector:
             self._observed_record = record
             self._observed_at = now
         return now - self._observed_at
+
+    @staticmethod
+    def _expires_in(record: LeaseRecord, unchanged_for: float) -> float:
+        """Seconds until `_expired` holds, by our clock or the record's renewTime."""
+        by_our_clock = record.duration - unchanged_for
+        if record.renewed is not None:
+            renewed_for = (_now() - record.renewed).total_seconds()
+            by_our_clock = min(by_our_clock, record.duration - renewed_for)
+        return max(by_our_clock, 0.0) + EXPIRY_MARGIN
 
     @staticmethod
     def _expired(record: LeaseRecord, unchanged_for: float) -> bool:

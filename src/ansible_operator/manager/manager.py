@@ -5,7 +5,15 @@ gracefully (SIGTERM: stop taking work, let runs finish up to the
 graceful-shutdown timeout, then kill them).
 
     health, metrics -> proxy, runner host -> webhooks (every replica)
-    -> leader election, or joining the shard ring -> controllers"""
+    -> caches (informers synced, queues filled) while standing by for the leader
+       Lease -> workers; or joining the shard ring -> caches -> workers
+
+A standby is warm (controller-runtime's `EnableWarmup`): its informers are
+synced, its controllers' queues hold what they announced and its warm runner
+is started (with the runner host) before it leads, so that it reconciles
+within moments of taking the Lease; it reports ready (`/readyz`) once its
+caches are synced. A leader that stops cleanly releases the Lease after its
+runs end, and a standby watching the Lease takes it at once (leader.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +27,7 @@ import signal
 import ssl
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +35,7 @@ from aiohttp import web
 
 from ansible_operator.controller.controller import Controller
 from ansible_operator.controller.handlers import request_for_object, run_stop_reason
+from ansible_operator.controller.priorities import event_source
 from ansible_operator.controller.reconcile import ObjectKey
 from ansible_operator.kube.cache import InformerCache
 from ansible_operator.kube.client import ApiClient
@@ -58,6 +67,7 @@ from ansible_operator.observability.metrics import Metrics
 from ansible_operator.project.watch_admission import WatchAdmission
 from ansible_operator.project.watches import KindConversion, Watch, Webhook
 from ansible_operator.proxy.server import ApiProxy
+from ansible_operator.reconciler.annotations import queue_priority
 from ansible_operator.reconciler.ansible_reconciler import AnsibleReconciler, Shared
 from ansible_operator.runner.host import RunnerHost
 from ansible_operator.runner.launcher import Launcher, ReferenceLauncher
@@ -112,6 +122,7 @@ class Manager:
         self.share: ObjectShare | None = None
         self.ring: ShardRingThread | None = None
         self._primaries: list[tuple[Controller, Informer]] = []
+        self._working = False  # the controllers' workers run (this replica leads)
         self.dependents: DependentWatches | None = None
         self.mapper: RestMapper | None = None
         self.proxy: ApiProxy | None = None
@@ -253,24 +264,29 @@ class Manager:
             if addresses_file is not None:
                 write_bound_addresses(addresses_file, self._bound_addresses())
                 started.callback(remove_bound_addresses, addresses_file)
-            elector = None
-            if self.settings.leader_election.enabled:
-                elector = await self._lead(config)
-                if elector is None:
-                    return 0  # stopped while standing by
-            if self.share is not None:
-                # On a thread of its own, as leader election: renewal never waits for
-                # this loop.
-                self.ring = self._shard_ring(config, self.share)
-                await self.ring.join()
             shared = Shared(
                 api=api,
                 settings=self.settings,
                 metrics=self.metrics,
                 runner=host,
                 admission=admission,
+                dependents=self.dependents,
             )
-            await self._start_controllers(shared)
+            warm = functools.partial(self._start_caches, started, shared)
+            elector = None
+            if self.settings.leader_election.enabled:
+                elector = await self._lead(config, warm)
+                if elector is None:
+                    return 0  # stopped while standing by
+            elif self.share is not None:
+                # On a thread of its own, as leader election: renewal never waits for
+                # this loop. The share is empty until it joins: caches after.
+                self.ring = self._shard_ring(config, self.share)
+                await self.ring.join()
+                await warm()
+            else:
+                await warm()
+            self._start_workers()
             self.ready = True
             # Only now: a new leader stays ready while its controllers start.
             self.standing_by = False
@@ -330,6 +346,7 @@ class Manager:
             cache=self.cache,
             dependents=self.dependents,
             inject_owner_ref=self.settings.proxy.inject_owner_ref,
+            coerce_strings=self.settings.proxy.coerce_strings,
             shard_labels=self.share is not None,
             port=self.settings.proxy.port,
             trace_configs=[self.metrics.request_counter("proxy")],
@@ -350,9 +367,12 @@ class Manager:
         started.push_async_callback(host.stop)
         return host
 
-    async def _lead(self, config: KubeConfig) -> LeaderElectionThread | None:
-        """Stand by until this replica holds the leader Lease; None if it is stopped
-        meanwhile."""
+    async def _lead(
+        self, config: KubeConfig, warm: Callable[[], Awaitable[None]]
+    ) -> LeaderElectionThread | None:
+        """Stand by until this replica holds the leader Lease, warming up meanwhile
+        (`warm`: its caches synced, its queues filled); ready once warm, leading
+        once both. None if it is stopped meanwhile."""
         election = self.settings.leader_election
         # On a thread of its own: renewal never waits for this loop.
         elector = LeaderElectionThread(
@@ -367,14 +387,23 @@ class Manager:
         leading = self.metrics.leader.labels(election.id)
         leading.set(0)
         acquiring = asyncio.create_task(elector.acquire())
+        warming = asyncio.ensure_future(warm())
         stop_wait = asyncio.create_task(self.stopping.wait())
-        self.standing_by = True
-        await asyncio.wait({acquiring, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
-        stop_wait.cancel()
-        if not acquiring.done():
-            acquiring.cancel()
-            return None
-        acquiring.result()
+        try:
+            while not (acquiring.done() and warming.done()):
+                waiting = {task for task in (acquiring, warming) if not task.done()}
+                await asyncio.wait({*waiting, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+                if stop_wait.done():
+                    return None
+                if warming.done():
+                    warming.result()  # a failed start of the caches stops the operator
+                    self.standing_by = not acquiring.done()
+                if acquiring.done():
+                    acquiring.result()
+        finally:
+            for task in (acquiring, warming, stop_wait):
+                if not task.done():
+                    task.cancel()
         leading.set(1)
         return elector
 
@@ -527,8 +556,12 @@ class Manager:
     def _effective(self, watch: Watch) -> Effective:
         return effective(watch, self.settings.runs, self.settings.ansible)
 
-    async def _start_controllers(self, shared: Shared) -> None:
+    async def _start_caches(self, started: contextlib.AsyncExitStack, shared: Shared) -> None:
+        """Each served watch's informer, reconciler and controller, until the
+        informers are synced: the controllers' queues hold what they announced,
+        and no worker runs yet (`_start_workers`, once this replica leads)."""
         assert self.cache is not None and self.mapper is not None
+        started.push_async_callback(self._stop_caches)
         # One discovery for every watch: served kinds start now, whatever the
         # number of kinds the server does not serve (manager/unserved.py).
         await self.mapper.refresh()
@@ -541,8 +574,6 @@ class Manager:
             else:
                 await self._start_controller(watch, resource, shared, wait=False)
         await self.cache.wait_synced()
-        for controller in self.controllers:
-            controller.start()
         if missing:
             start_served = functools.partial(self._start_controller, shared=shared, wait=True)
             unserved = UnservedKinds(self.mapper, missing, start_served)
@@ -565,6 +596,7 @@ class Manager:
             reconciler,
             workers=self._effective(watch).workers,
             metrics=self.metrics,
+            priority=watch.priority,
         )
         if self.share is not None:
             # The informer holds this replica's share only, and the reconciler
@@ -580,12 +612,25 @@ class Manager:
         self.controllers.append(controller)
         if wait:
             await informer.wait_synced()
-            controller.start()
+            if self._working:
+                controller.start()
+
+    def _start_workers(self) -> None:
+        """This replica reconciles from now on: the workers of every controller
+        whose informer is synced (a kind served later starts its own then)."""
+        self._working = True
+        for controller, informer in self._primaries:
+            if informer.synced:
+                controller.start()
 
     async def _shutdown(self, grace: float) -> None:
         for task in self._background:
             task.cancel()
         await asyncio.gather(*(c.stop(grace) for c in self.controllers))
+
+    async def _stop_caches(self) -> None:
+        for task in self._background:
+            task.cancel()
         if self.cache is not None:
             await self.cache.stop()
 
@@ -612,13 +657,19 @@ class _ForgetLeftNamespaces:
 def _primary_listener(controller: Controller, watch: Watch) -> EventListener:
     finalizer = watch.finalizer.name if watch.finalizer is not None else None
 
-    def on_event(event: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+    def on_event(
+        event: str, old: dict[str, Any] | None, new: dict[str, Any] | None, listed: bool
+    ) -> None:
+        if new is not None:  # its priority annotation, for this add and the later ones
+            controller.annotated(ObjectKey.of(new), queue_priority(new))
         key = request_for_object(event, old, new, watch_annotations=watch.watch_annotations_changes)
         if key is None:
             return
         stop_reason = run_stop_reason(event, new, finalizer)
         if stop_reason is not None:
             controller.stop_run(key, stop_reason)
-        controller.enqueue(key)
+        controller.enqueue(key, event_source(event, listed))
+        if event == "DELETED":
+            controller.annotated(key, 0)  # nothing of it kept
 
     return on_event

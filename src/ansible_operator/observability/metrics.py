@@ -23,6 +23,8 @@ from ansible_operator.observability.user_metrics import UserMetrics
 # The event loop's lag: from "on time" to "a probe would time out".
 LAG_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 RUN_BUCKETS = (0.25, 0.5, 1, 2, 3, 5, 8, 13, 21, 34, 60, 120, 300, 600)
+# A key's wait in the queue: an edit's fraction of a second, a start's backlog of an hour.
+QUEUE_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600)
 
 
 class Metrics:
@@ -55,6 +57,21 @@ class Metrics:
         r.register(self.resource_created_at)
         self.queue_depth = Gauge(
             "ansible_operator_queue_depth", "Objects waiting for a worker", ["GVK"], registry=r
+        )
+        self.queue_depth_by_source = Gauge(
+            "ansible_operator_queue_depth_by_source",
+            "Objects waiting for a worker, by what queued them at their priority "
+            "(change, requeue, retry, periodic, list)",
+            ["GVK", "source"],
+            registry=r,
+        )
+        self.queue_duration = Histogram(
+            "ansible_operator_queue_duration_seconds",
+            "How long a key waited in the queue for a worker, from when it was queued at "
+            "the priority it was handed out at, by what queued it there",
+            ["GVK", "source"],
+            buckets=QUEUE_BUCKETS,
+            registry=r,
         )
         self.runs_in_flight = Gauge(
             "ansible_operator_runs_in_flight", "Ansible runs in progress", ["GVK"], registry=r

@@ -28,6 +28,7 @@ from ansible_operator.project.role_search import role_candidates, role_not_found
 from ansible_operator.project.watch_fields import (
     EnvOverride,
     NodeReader,
+    between,
     count,
     describe,
     option,
@@ -91,6 +92,9 @@ class Finalizer:
     role: Path | None = None
     playbook: Path | None = None
     vars: dict[str, Any] = field(default_factory=dict)
+
+
+WATCH_PRIORITY_BOUND = 1000  # a watch's priority: -1000..1000
 
 
 def _reconcile_period(reader: NodeReader, node: yaml.Node, name: str) -> float | None:
@@ -168,6 +172,13 @@ class Watch:
             count(minimum=1),
             env=EnvOverride(("MAX_CONCURRENT_RECONCILES_{}", "WORKER_{}"), minimum=1),
         ),
+    )
+    # Added to the priority of every reconcile of this watch's objects
+    # (controller/priorities.py): ranks this kind's runs against other kinds'
+    # where they wait for the same run slots.
+    priority: int = field(
+        default=0,
+        metadata=option("priority", between(-WATCH_PRIORITY_BOUND, WATCH_PRIORITY_BOUND)),
     )
     # Not a key of the file: set only from the environment.
     ansible_verbosity: int | None = field(

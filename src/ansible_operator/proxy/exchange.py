@@ -37,6 +37,8 @@ class Services:
     inject_owner_ref: bool
     stats: dict[str, int]
     shard_labels: bool = False  # what runs mark gets its owner's shard label
+    # Numbers and booleans in string-only fields sent as strings (rules/string_fields.py).
+    coerce_strings: bool = True
     on_cache_hit: Callable[[], None] | None = None
     # (owner uid, object uid) already logged as a write left unowned
     unowned_said: set[tuple[str, str]] = field(default_factory=set)

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ansible_operator.kube.types import Owner
+from ansible_operator.runner.rbac_refusal import Refusals
+from ansible_operator.runner.string_fields import Coercions
 
 
 @dataclass
@@ -24,8 +26,16 @@ class Grant:
     # False: the run owns nothing it writes, follows no dependent, reads past the
     # cache (an admission run, whose answer must not rest on a watch's state).
     owns: bool = True
+    # True: a preview (`reconcile --check`): writes go only as server-side dry runs.
+    dry_run: bool = False
     # Set when the run ends: the streams it opened close (until_revoked).
     revoked: asyncio.Event = field(default_factory=asyncio.Event)
+    # The RBAC refusals the API server answered the run with (rules/refusals.py).
+    refusals: Refusals = field(default_factory=Refusals)
+    # The values sent as strings for it (rules/string_fields.py).
+    coercions: Coercions = field(default_factory=Coercions)
+    # The conditions it wrote to its owner's status, by type (rules/owner_conditions.py).
+    owner_conditions: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 class Grants:
@@ -35,18 +45,18 @@ class Grants:
         self._by_token: dict[str, Grant] = {}
 
     def issue(
-        self, owner: Owner, *, writes: bool = True, owns: bool = True
-    ) -> tuple[str, Callable[[], None]]:
-        """A new token for a run of `owner`, and the function that revokes it."""
+        self, owner: Owner, *, writes: bool = True, owns: bool = True, dry_run: bool = False
+    ) -> tuple[str, Callable[[], None], Grant]:
+        """A new token for a run of `owner`, the function that revokes it, and the grant."""
         token = secrets.token_urlsafe(32)
-        self._by_token[token] = Grant(owner, writes, owns)
+        grant = self._by_token[token] = Grant(owner, writes, owns, dry_run)
 
         def revoke() -> None:
             grant = self._by_token.pop(token, None)
             if grant is not None:
                 grant.revoked.set()
 
-        return token, revoke
+        return token, revoke, grant
 
     def bearing(self, authorization: str) -> Grant | None:
         """The grant an `Authorization` header's bearer token names, if it is live."""

@@ -8,6 +8,8 @@ pipeline of rules (pipeline.py, one module per rule in rules/):
   dependent registry (writes.py), so drift of what a run made re-runs its owner.
 - GET and LIST of kinds the operator caches are answered from the cache;
   everything else is forwarded with the operator's own credentials.
+- The API server's RBAC refusals (403) are recorded for the run they answer,
+  so a failed task hidden by no_log still says what was refused.
 - Errors of the proxy's own are Kubernetes Status bodies, as the API server's are.
 """
 
@@ -32,6 +34,8 @@ from ansible_operator.proxy.writes import DependentRegistry
 from ansible_operator.runner.access import RunAccess
 from ansible_operator.serving.http_malformed import StrictAppRunner
 
+PROXY_SHUTDOWN_TIMEOUT = 1.0  # seconds a stop waits for requests still open
+
 log = logging.getLogger("ansible_operator.proxy")
 
 
@@ -48,12 +52,15 @@ class ApiProxy:
         port: int = 8888,
         trace_configs: list[aiohttp.TraceConfig] | None = None,
         on_cache_hit: Callable[[], None] | None = None,
+        coerce_strings: bool = True,
     ) -> None:
         """`cache`: the operator's informers, which reads are answered from;
         `dependents`: told of every write (and which kinds a run may read
         from the cache); `on_cache_hit`: counts the reads the cache answered;
         `shard_labels` (a replica of a shard ring): what runs mark also gets
-        its owner's shard label (proxy/ownership.py)."""
+        its owner's shard label (proxy/ownership.py); `coerce_strings`: numbers and
+        booleans in string-only fields are sent as ansible-core 2.18's strings
+        (runner/string_fields.py)."""
         self.config = config
         self.mapper = mapper
         self.cache = cache
@@ -63,6 +70,7 @@ class ApiProxy:
         self.port = port
         self.trace_configs = trace_configs
         self.on_cache_hit = on_cache_hit
+        self.coerce_strings = coerce_strings
         self.bound_port: int | None = None
         # Requests sent on to the API server (tests read it: a refused request is never sent).
         self.stats = {"forwarded": 0}
@@ -72,17 +80,25 @@ class ApiProxy:
         self._runner: web.AppRunner | None = None
 
     # ----- per-run access (the AccessProvider the reconciler uses) -----------
-    def grant(self, owner: Owner, *, writes: bool = True, owns: bool = True) -> RunAccess:
+    def grant(
+        self, owner: Owner, *, writes: bool = True, owns: bool = True, dry_run: bool = False
+    ) -> RunAccess:
         if self.bound_port is None:
             raise RuntimeError("the proxy is not started")
-        token, revoke = self._grants.issue(owner, writes=writes, owns=owns)
+        token, revoke, issued = self._grants.issue(owner, writes=writes, owns=owns, dry_run=dry_run)
         kubeconfig = build_kubeconfig(
             f"http://127.0.0.1:{self.bound_port}",
             name="ansible-operator-proxy",
             token=token,
             namespace=owner.namespace or None,
         )
-        return RunAccess(kubeconfig=kubeconfig, revoke=revoke)
+        return RunAccess(
+            kubeconfig=kubeconfig,
+            revoke=revoke,
+            refusals=issued.refusals,
+            coercions=issued.coercions,
+            owner_conditions=issued.owner_conditions,
+        )
 
     # ----- lifecycle -----------------------------------------------------------
     def _new_session(self, config: KubeConfig) -> aiohttp.ClientSession:
@@ -106,10 +122,18 @@ class ApiProxy:
             shard_labels=self.shard_labels,
             stats=self.stats,
             on_cache_hit=self.on_cache_hit,
+            coerce_strings=self.coerce_strings,
         )
         app = web.Application(client_max_size=64 * 2**20)
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = StrictAppRunner(app, "proxy", handle_signals=False)
+        self._runner = StrictAppRunner(
+            app,
+            "proxy",
+            handle_signals=False,
+            # Stopped after the runs it served ended: what is still open is a watch or
+            # a long read of a run that is gone, not worth aiohttp's 60 s of waiting.
+            shutdown_timeout=PROXY_SHUTDOWN_TIMEOUT,
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self.port)
         await site.start()

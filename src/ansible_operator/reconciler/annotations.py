@@ -10,6 +10,14 @@ For the same reason `max-runner-artifacts` may lower the watch's
 maxRunnerArtifacts, never raise it (the reference lets it do both: an author
 could keep every run's artifacts and fill the operator's disk); a value above
 is lowered to it, with a warning.
+
+`priority` ranks the object in its controller's queue (controller/priorities.py):
+a whole number added to what queued it. It is bounded (ANNOTATED_LOWEST to
+ANNOTATED_HIGHEST) so that whoever may annotate an object can rank its lists and
+periodic runs with other objects' changes, never ahead of them; a value beyond
+is cut to the bound, with a warning. The manager's listener reads it as each
+event arrives (`queue_priority`, which never raises: a bad value queues as 0 and
+the reconcile reports it).
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ansible_operator.controller.priorities import ANNOTATED_HIGHEST, ANNOTATED_LOWEST
 from ansible_operator.settings.precedence import Overrides, artifacts_kept
 from ansible_operator.settings.runs import MIN_RECONCILE_PERIOD
 from ansible_operator.values.durations import DurationError, parse_duration
@@ -27,6 +36,7 @@ PREFIX = "ansible.sdk.operatorframework.io/"
 RECONCILE_PERIOD = PREFIX + "reconcile-period"
 VERBOSITY = PREFIX + "verbosity"
 MAX_RUNNER_ARTIFACTS = PREFIX + "max-runner-artifacts"
+PRIORITY = PREFIX + "priority"
 
 log = logging.getLogger("ansible_operator.controller")
 
@@ -42,6 +52,7 @@ class ObjectSettings(Overrides):
     """The annotations' values (settings/precedence.py decides what they override)."""
 
     warnings: tuple[str, ...] = ()  # values used other than as written, said why
+    priority: int = 0  # in the queue: added to the level of what queued it
 
 
 def _int(annotations: Mapping[str, Any], key: str, low: int, high: int | None) -> int | None:
@@ -73,12 +84,54 @@ def object_settings(obj: Mapping[str, Any], *, most_artifacts: int | None = None
             f"the watch's maxRunnerArtifacts ({most_artifacts}); {most_artifacts} are kept"
         )
         _log_adjusted(obj, MAX_RUNNER_ARTIFACTS, annotations[MAX_RUNNER_ARTIFACTS], most_artifacts)
+    priority = _priority(annotations)
+    if priority is not None and priority.used != priority.written:
+        warnings.append(
+            f"annotation {PRIORITY}={annotations[PRIORITY]!r} is beyond "
+            f"{ANNOTATED_LOWEST}..{ANNOTATED_HIGHEST}; {priority.used} is used"
+        )
+        _log_adjusted(obj, PRIORITY, annotations[PRIORITY], priority.used)
     return ObjectSettings(
         reconcile_period=period,
         verbosity=_int(annotations, VERBOSITY, 0, 7),
         max_runner_artifacts=artifacts,
         warnings=tuple(warnings),
+        priority=0 if priority is None else priority.used,
     )
+
+
+@dataclass(frozen=True)
+class _Priority:
+    written: int
+    used: int  # within the bounds
+
+
+def _priority(annotations: Mapping[str, Any]) -> _Priority | None:
+    raw = annotations.get(PRIORITY)
+    if raw is None:
+        return None
+    try:
+        written = int(str(raw).strip())
+    except ValueError:
+        raise AnnotationError(
+            PRIORITY,
+            str(raw),
+            f"expected a whole number from {ANNOTATED_LOWEST} to {ANNOTATED_HIGHEST}",
+        ) from None
+    return _Priority(written, max(ANNOTATED_LOWEST, min(ANNOTATED_HIGHEST, written)))
+
+
+def queue_priority(obj: Mapping[str, Any]) -> int:
+    """What the object's annotation adds to its priority in the queue: 0 when it
+    has none or a bad one (which its reconcile reports)."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    if PRIORITY not in annotations:
+        return 0
+    try:
+        priority = _priority(annotations)
+    except AnnotationError:
+        return 0
+    return 0 if priority is None else priority.used
 
 
 def _reconcile_period(

@@ -17,13 +17,13 @@ import datetime
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ansible_operator.controller.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from ansible_operator.controller.reconcile import ObjectKey, ObjectReader, Outcome
 from ansible_operator.kube.api import Api
 from ansible_operator.kube.client import ApiError
-from ansible_operator.kube.types import Resource
+from ansible_operator.kube.types import Owner, Resource
 from ansible_operator.observability.metrics import Metrics
 from ansible_operator.project.admission import RunVariables
 from ansible_operator.project.reserved_vars import RefusedData
@@ -32,14 +32,30 @@ from ansible_operator.project.watches import Watch
 from ansible_operator.reconciler import conditions
 from ansible_operator.reconciler.annotations import AnnotationError, object_settings
 from ansible_operator.reconciler.events import record_event
+from ansible_operator.reconciler.role_conditions import conditions_named
 from ansible_operator.reconciler.status import ObjectGone, write_conditions
 from ansible_operator.runner.plan import new_ident
+from ansible_operator.runner.rbac_refusal import RbacRefusal, describe_all
 from ansible_operator.runner.result import RunResult
-from ansible_operator.runner.run import Runner, object_fields, plan_for
+from ansible_operator.runner.run import Runner, object_fields, owner_of, plan_for
 from ansible_operator.settings import Settings
 from ansible_operator.settings.precedence import effective
 
 log = logging.getLogger("ansible_operator.controller")
+
+
+class WouldWrite(Protocol):
+    """Told, in place of the write, what a reconcile that leaves its object alone
+    would have written to it (`reconcile` without --write-status)."""
+
+    def __call__(self, what: str, detail: Any) -> None: ...
+
+
+class RefusedWatches(Protocol):
+    """The dependent watches (manager/dependents.py), as a reconcile asks them."""
+
+    def refused_watches(self, owner: Owner) -> list[RbacRefusal]:
+        """What RBAC refuses of the watches of the kinds `owner`'s runs wrote."""
 
 
 @dataclass
@@ -51,6 +67,10 @@ class Shared:
     metrics: Metrics
     runner: Runner  # does the Ansible runs (runner/host.py's RunnerHost)
     admission: WatchAdmission  # what of an object may reach its run, and how
+    dependents: RefusedWatches | None = None  # None: no dependent watches (`reconcile`)
+    # Set: the object's status, finalizers and Events are left alone, and this
+    # hears what would have been written instead (`reconcile` without --write-status).
+    would_write: WouldWrite | None = None
 
 
 class AnsibleReconciler:
@@ -63,15 +83,25 @@ class AnsibleReconciler:
         self.shared = shared
         self.gvk_label = f"{watch.gvk.group or 'core'}/{watch.gvk.version}/{watch.gvk.kind}"
         self._warned: dict[ObjectKey, tuple[str, ...]] = {}  # annotation warnings already sent
+        # The kstatus conditions this watch's role sets itself: left to it (conditions.py).
+        self._role_owned: set[str] = set(conditions_named(*watch.target(deleting=False)))
 
     @property
     def writes_status(self) -> bool:
-        return self.watch.manage_status and not self.shared.settings.ansible.check_mode
+        """Our conditions go to the object (or, left alone, to `would_write`)."""
+        if self.shared.would_write is not None:
+            return self.watch.manage_status
+        return self.watch.manage_status and not self.dry_run
 
     @property
     def dry_run(self) -> bool:
-        """Check mode (`reconcile --check`): Ansible in check mode, and we write nothing."""
-        return self.shared.settings.ansible.check_mode
+        """Nothing written to the object: check mode (`reconcile --check`: Ansible in
+        check mode), or a local run told to leave it alone (`would_write`)."""
+        return self.shared.settings.ansible.check_mode or self.shared.would_write is not None
+
+    def _would(self, what: str, detail: Any) -> None:
+        if self.shared.would_write is not None:
+            self.shared.would_write(what, detail)
 
     # ----- one reconcile -----------------------------------------------------
     async def reconcile(self, key: ObjectKey) -> Outcome:
@@ -112,6 +142,8 @@ class AnsibleReconciler:
         # Annotation over watch over flag, resolved once for the run and the requeue.
         resolved = effective(self.watch, settings.runs, settings.ansible, annotated)
 
+        if not deleting and finalizer is not None and not has_finalizer(obj, finalizer.name):
+            self._would("finalizer added", finalizer.name)
         if (
             not deleting
             and not self.dry_run
@@ -127,16 +159,15 @@ class AnsibleReconciler:
             if variables is None:
                 return Outcome(retry=False)
 
+        before = obj.get("status")
+        ours: dict[str, tuple[str, str, str]] = {}
         if self.writes_status:
+            starting = conditions.running(before, generation_of(obj))
+            ours = {entry.type: conditions.content(entry.to_dict("")) for entry in starting}
             try:
                 # observedGeneration waits for the outcome: it says which
                 # generation the Successful/Failure conditions describe.
-                await self._write_status(
-                    obj,
-                    conditions.running(obj.get("status"), generation_of(obj)),
-                    observe=False,
-                    known=obj,
-                )
+                await self._write_status(obj, starting, observe=False, known=obj)
             except ObjectGone:
                 return Outcome()
 
@@ -156,6 +187,11 @@ class AnsibleReconciler:
             await asyncio.shield(self._interrupted(obj))
             raise
 
+        self._learn_role_owned(obj, before, ours, result)
+        for coerced in result.coerced:
+            await self._event(obj, "StringFieldCoerced", coerced, warning=True)
+        if deleting and finalizer is not None and result.succeeded and self.dry_run:
+            self._would("finalizer removed", finalizer.name)
         if deleting and finalizer is not None and result.succeeded and not self.dry_run:
             log.info(
                 "finalizer run succeeded, removing finalizer %s %s",
@@ -200,20 +236,22 @@ class AnsibleReconciler:
             self.gvk_label, "succeeded" if result.succeeded else "failed"
         ).inc()
         if result.succeeded:
+            watched = self._dependents_watched(obj)
             if self.writes_status:
                 assert ansible_result is not None
                 with contextlib.suppress(ObjectGone):
                     await self._write_status(
-                        obj, conditions.succeeded(ansible_result, generation_of(obj))
+                        obj, conditions.succeeded(ansible_result, generation_of(obj)) + watched
                     )
+            if watched and watched[0].status == "False":
+                await self._event(obj, "DependentWatchForbidden", watched[0].message, warning=True)
             if previously_failed:
                 await self._event(
                     obj, "ReconcileSucceeded", "Reconciliation succeeded after earlier failures"
                 )
-            period = result.requeue_after  # the role's requeue_after wins
-            if period is None:
-                period = reconcile_period
-            return Outcome(requeue_after=period, run=result)
+            if result.requeue_after is not None:  # the role's requeue_after wins
+                return Outcome(requeue_after=result.requeue_after, run=result)
+            return Outcome(requeue_after=reconcile_period, periodic=True, run=result)
         await self._fail(
             obj,
             result.message,
@@ -223,6 +261,38 @@ class AnsibleReconciler:
         if result.requeue_after is not None:
             return Outcome(requeue_after=result.requeue_after, run=result)
         return Outcome(retry=True, run=result)
+
+    def _learn_role_owned(
+        self,
+        obj: Mapping[str, Any],
+        before: Mapping[str, Any] | None,
+        ours: Mapping[str, tuple[str, str, str]],
+        result: RunResult,
+    ) -> None:
+        learned = conditions.role_owned(before, ours, result.owner_conditions) - self._role_owned
+        if learned:
+            self._role_owned |= learned
+            log.info(
+                "the role sets %s itself; the operator leaves it to the role %s",
+                ", ".join(sorted(learned)),
+                object_fields(obj),
+            )
+
+    def _dependents_watched(self, obj: dict[str, Any]) -> list[conditions.Condition]:
+        """`DependentsWatched` False while RBAC refuses to watch a kind this
+        object's runs made (their drift would go unseen); True once it no
+        longer does; nothing for an object that never had it."""
+        dependents = self.shared.dependents
+        refused = dependents.refused_watches(owner_of(self.watch, obj)) if dependents else []
+        if refused:
+            message = (
+                f"the operator cannot watch what this object's runs made, so a change to them "
+                f"goes unseen: {describe_all(refused)}"
+            )
+            return [conditions.dependents_watched(message)]
+        if conditions.condition(obj.get("status"), conditions.DEPENDENTS_WATCHED) is not None:
+            return [conditions.dependents_watched(None)]
+        return []
 
     async def _fail(
         self,
@@ -245,6 +315,7 @@ class AnsibleReconciler:
     async def _event(
         self, obj: dict[str, Any], reason: str, message: str, *, warning: bool = False
     ) -> None:
+        self._would("Event", (("Warning" if warning else "Normal"), reason, message))
         if not self.dry_run:
             await record_event(self.shared.api, obj, reason, message, warning=warning)
 
@@ -274,6 +345,10 @@ class AnsibleReconciler:
         """`known`: the object as last seen, else the cache's (the role's writes through the
         proxy are in it): tried before a read (status.py)."""
         metadata = obj["metadata"]
+        updates = [entry for entry in updates if entry.type not in self._role_owned]
+        if self.shared.would_write is not None and self.watch.manage_status:
+            self._would("status", updates)
+            return
         namespace = metadata.get("namespace")
         await write_conditions(
             self.shared.api,

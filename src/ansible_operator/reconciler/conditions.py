@@ -15,7 +15,14 @@ read without a custom health check, each with the `observedGeneration` it descri
   InProgress.
 
 A periodic run of an object already Ready leaves them as they are, so GitOps tools do not
-see an object go InProgress every reconcile period.
+see an object go InProgress every reconcile period. A role that sets one of them itself (a
+summary `Ready` over its own conditions, as cluster-api's) owns it: once a run has written
+it with content the operator did not (`role_owned`), the operator leaves that type alone
+for every object of the watch.
+
+`DependentsWatched` (ours) is False while RBAC keeps the operator from watching a kind
+the object's runs made (their drift would go unseen), with what to add to the role;
+True once it may; absent for objects that never lacked it.
 """
 
 from __future__ import annotations
@@ -31,7 +38,9 @@ FAILURE = "Failure"
 READY = "Ready"
 RECONCILING = "Reconciling"
 STALLED = "Stalled"
-MANAGED_TYPES = (RUNNING, SUCCESSFUL, FAILURE, READY, RECONCILING, STALLED)
+DEPENDENTS_WATCHED = "DependentsWatched"
+MANAGED_TYPES = (RUNNING, SUCCESSFUL, FAILURE, READY, RECONCILING, STALLED, DEPENDENTS_WATCHED)
+KSTATUS_TYPES = (READY, RECONCILING, STALLED)
 
 
 @dataclass(frozen=True)
@@ -115,6 +124,15 @@ def succeeded(result: AnsibleResult, generation: int | None = None) -> list[Cond
     return updates
 
 
+def dependents_watched(refused: str | None) -> Condition:
+    """False with `refused` (what RBAC refuses, and the rule to add), else True."""
+    if refused:
+        return Condition(DEPENDENTS_WATCHED, "False", "Forbidden", refused)
+    return Condition(
+        DEPENDENTS_WATCHED, "True", "Watching", "The operator watches what this object's runs made"
+    )
+
+
 def failed(
     message: str,
     result: AnsibleResult | None,
@@ -161,6 +179,33 @@ def merge_conditions(
             body["lastTransitionTime"] = previous["lastTransitionTime"]
         result[position] = body
     return result
+
+
+def role_owned(
+    before: Mapping[str, Any] | None,
+    ours: Mapping[str, tuple[str, str, str]],
+    written: Mapping[str, Mapping[str, Any]],
+) -> set[str]:
+    """The kstatus types a run set itself: it wrote them to its object (`written`, by
+    type) with a content neither the object had before the run (`before`: its status)
+    nor the operator last wrote (`ours`). A role that rewrites the whole list (as
+    k8s_status does, merging by type) carries the operator's own unchanged: not its."""
+    owned = set()
+    for kind in KSTATUS_TYPES:
+        entry = written.get(kind)
+        if entry is None:
+            continue
+        previous = condition(before, kind)
+        if content(entry) != ours.get(kind) and (
+            previous is None or content(entry) != content(previous)
+        ):
+            owned.add(kind)
+    return owned
+
+
+def content(entry: Mapping[str, Any]) -> tuple[str, str, str]:
+    """What a condition says, its times aside."""
+    return (str(entry.get("status")), str(entry.get("reason")), str(entry.get("message")))
 
 
 def condition(status: Mapping[str, Any] | None, kind: str) -> Mapping[str, Any] | None:

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from ansible_operator.runner.event_plugin import OUTPUT_SIZE_FIELD
-from ansible_operator.runner.rbac_refusal import rbac_refusal
+from ansible_operator.runner.rbac_refusal import Refusals, describe_all, rbac_refusal
 from ansible_operator.runner.redaction import SENSITIVE_EVENT, Redactor
+from ansible_operator.runner.string_fields import Coercions
 
 # The task actions the Go operator reads a requeue period from.
 REQUEUE_ACTIONS = frozenset({"requeue_after", "operator_sdk.util.requeue_after"})
@@ -121,6 +122,11 @@ class EventFold:
     requeue_after: float | None = None
     events: int = 0
     last_task: str = ""
+    # The RBAC refusals the proxy saw for the run (a no_log task's say nothing else).
+    refusals: Refusals = field(default_factory=Refusals)
+    # The numbers and booleans the proxy sent as strings, and said per task (`coerced`).
+    coercions: Coercions = field(default_factory=Coercions)
+    coerced: list[str] = field(default_factory=list)
 
     def add(self, event: Mapping[str, Any]) -> None:
         self.events += 1
@@ -130,12 +136,34 @@ class EventFold:
             self.last_task = task
         elif kind == "playbook_on_stats":
             self.stats = Stats.from_event(data)
-        elif kind in ("runner_on_failed", "runner_on_unreachable"):
+        if kind in ("runner_on_ok", "runner_on_failed") and self.coercions.seen:
+            self._say_coerced(data)
+        if kind in ("runner_on_failed", "runner_on_unreachable"):
             if data.get("ignore_errors"):
                 return
-            self.failed_tasks.append(failed_task(data, unreachable=kind == "runner_on_unreachable"))
+            self.failed_tasks.append(
+                failed_task(
+                    data, unreachable=kind == "runner_on_unreachable", refusals=self.refusals
+                )
+            )
         elif kind in REQUEUE_EVENTS and self.requeue_after is None:
             self.requeue_after = requeue_period(data)
+
+    def _say_coerced(self, data: Mapping[str, Any]) -> None:
+        coerced = self.coercions.between(data.get("start"), data.get("end"))
+        if not coerced:
+            return
+        task = FailedTask(
+            task=str(data.get("task", "")), path=str(data.get("task_path", "")), action="",
+            message="",
+        )  # fmt: skip
+        where = f" ({short_location(task.path)})" if task.path else ""
+        for item in dict.fromkeys(coerced):
+            self.coerced.append(
+                f'task "{task.task or "?"}"{where}: {item.describe()}; ansible-core 2.19+ '
+                "keeps a template's type: add `| string` to it (`ansible-operator check` "
+                "names each such template)"
+            )
 
     def failure_message(self, redactor: Redactor) -> str:
         """The failed tasks, each with its file:line and message (`describe`),
@@ -207,6 +235,11 @@ class RunSummary:
         return self.fold.last_task
 
     @property
+    def coerced(self) -> tuple[str, ...]:
+        """What the proxy sent as strings for the run, per task, redacted."""
+        return tuple(bounded(self.redactor.text(line)) for line in self.fold.coerced)
+
+    @property
     def failure_message(self) -> str:
         """The failed tasks, described, redacted and bounded (EventFold.failure_message)."""
         return self.fold.failure_message(self.redactor)
@@ -219,13 +252,20 @@ def task_started(event: Mapping[str, Any]) -> str | None:
     return str((event.get("event_data") or {}).get("task", ""))
 
 
-def failed_task(data: Mapping[str, Any], *, unreachable: bool = False) -> FailedTask:
+def failed_task(
+    data: Mapping[str, Any], *, unreachable: bool = False, refusals: Refusals | None = None
+) -> FailedTask:
+    """The task a failed event names, and why it failed. A 403 for RBAC says
+    what to allow instead of the API's JSON; so does a no_log task's, whose
+    refusal only the proxy's record (`refusals`) knows."""
     result = data.get("res") or {}
     message = ""
+    censored = False
     if isinstance(result, Mapping):
         message = str(result.get("msg") or "")
         if not message and result.get("censored"):
             message = NO_LOG_MESSAGE
+            censored = True
         if not message:
             message = str(result.get("stderr") or result.get("reason") or "")
         if not message and isinstance(result.get("results"), list):
@@ -238,6 +278,11 @@ def failed_task(data: Mapping[str, Any], *, unreachable: bool = False) -> Failed
     refusal = rbac_refusal(message)
     if refusal is not None:  # the API's raw 403 says less than what to change
         message = refusal.describe()
+    elif refusals is not None and (seen := refusals.between(data.get("start"), data.get("end"))):
+        # What the task's output does not say (hidden, or quoted otherwise),
+        # the proxy saw: the API server's refusal, never a value of the task.
+        hidden = " (its output is hidden by no_log; the operator's API proxy saw this)"
+        message = describe_all(seen) + (hidden if censored else "")
     return FailedTask(
         task=str(data.get("task", "")),
         path=str(data.get("task_path", "")),

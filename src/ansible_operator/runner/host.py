@@ -16,16 +16,17 @@ A run, in this order: what the launcher offers now (its RunMode), the proxy
 grant (what the plan may write and own; its credentials taught to the run's
 redactor), the event channel, the task log, the run's configuration
 (configuration.py, from the plan and the settings), its directory, a run
-slot when the plan is capped, `execute` (the launcher, the run's cgroup) and,
-whatever happens, the cleanup: channel closed, grant revoked, the run's
-secrets removed, the artifacts rotated. What differs between callers is data:
-the plan.
+slot when the plan is capped (by priority: slots.py), `execute` (the
+launcher, the run's cgroup) and, whatever happens, the cleanup: channel
+closed, grant revoked, the run's secrets removed, the artifacts rotated.
+What differs between callers is data: the plan.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import shutil
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -43,19 +44,22 @@ from ansible_operator.runner.configuration import (
     host_rotates,
 )
 from ansible_operator.runner.disk_budget import RESCAN_INTERVAL, DiskBudget, Limits, Pruned
-from ansible_operator.runner.events import OutputGuard, RunSummary
+from ansible_operator.runner.events import EventFold, OutputGuard, RunSummary
 from ansible_operator.runner.launcher import Launcher, ReferenceLauncher
 from ansible_operator.runner.plan import RunPlan
 from ansible_operator.runner.process import execute
 from ansible_operator.runner.receiver import EventReceiver, EventSink
 from ansible_operator.runner.redaction import Redactor
 from ansible_operator.runner.result import RunResult
+from ansible_operator.runner.slots import RunSlots
 from ansible_operator.runner.tasklog import TaskLogger
 from ansible_operator.settings import Settings
 
 log = logging.getLogger("ansible_operator.controller")
 
 LiveOutput = Callable[[str], None]
+# How an event's output is shown live (default: Redactor.stdout).
+ShownOutput = Callable[[Mapping[str, Any], Redactor], str]
 
 
 PRUNED_LINES = 20  # artifact directories named one by one per prune; the rest counted
@@ -100,6 +104,7 @@ class RunnerHost:
         launcher: Launcher | None = None,  # how runs are started (launcher.py)
         contain: bool = True,  # a cgroup per run, where the operator may make them
         live_output: LiveOutput | None = None,  # `reconcile`: Ansible's own output
+        shown: ShownOutput | None = None,  # `reconcile --check`: its diffs cleaned
     ) -> None:
         self.settings = settings
         self.access = access
@@ -109,8 +114,10 @@ class RunnerHost:
         self.launcher: Launcher = launcher if launcher is not None else ReferenceLauncher()
         self.contain = contain
         self.live_output = live_output
+        self.shown: ShownOutput = shown or (lambda event, redactor: redactor.stdout(event))
         self.receiver = EventReceiver(scratch / "events.sock", on_metric=metrics.user_metric)
-        self._run_slots = asyncio.Semaphore(max_runs)
+        # Given by priority, the context's (slots.py): an edit's run before a list's.
+        self._run_slots = RunSlots(max_runs)
         self._run_groups: cgroups.RunGroups | None = None
         self._runner_dir: rundir.RunnerDirClaim | None = None
         self._in_flight: set[str] = set()  # idents whose artifacts must stay
@@ -156,26 +163,32 @@ class RunnerHost:
         when the reconcile it runs for is stopped; CancelledError kills the run."""
         settings = self.settings
         mode = await self.launcher.mode()
-        access = self.access.grant(plan.owner, writes=plan.writes, owns=plan.owns)
+        access = self.access.grant(
+            plan.owner, writes=plan.writes, owns=plan.owns, dry_run=plan.dry_run
+        )
         # What the run must not let out: its credentials, then what its events teach.
-        redactor = Redactor()
+        redactor = Redactor(public=(plan.owner.namespace, plan.owner.name))
         for credential in credentials(access.kubeconfig):
             redactor.add(credential)
         # Written by `handle` alone, for each event; the process only reads it.
-        summary = RunSummary(redactor=redactor, guard=OutputGuard(settings.runs.max_run_output))
+        summary = RunSummary(
+            redactor=redactor,
+            guard=OutputGuard(settings.runs.max_run_output),
+            fold=EventFold(refusals=access.refusals, coercions=access.coercions),
+        )
         task_log = TaskLogger(
             settings.ansible.log_events,
             plan.described,
             ansible_output=settings.ansible.debug_logs,
             redactor=redactor,
         )
-        live_output = self.live_output
+        live_output, shown = self.live_output, self.shown
 
         def handle(event: dict[str, Any]) -> None:
             summary.add(event)
             task_log.handle(event)
             if live_output is not None and event.get("stdout"):
-                live_output(redactor.stdout(event))
+                live_output(shown(event, redactor))
             if on_event is not None:
                 on_event(event)
 
@@ -219,6 +232,8 @@ class RunnerHost:
             finally:
                 if self.disk is not None:  # cancelled or not: it is no longer in flight
                     await asyncio.to_thread(self._settle, plan, artifacts)
+        if access.owner_conditions:
+            result = dataclasses.replace(result, owner_conditions=dict(access.owner_conditions))
         if plan.capped:
             self._report(plan, result)
         return result
@@ -230,7 +245,7 @@ class RunnerHost:
             yield
             return
         in_flight = self.metrics.runs_in_flight.labels(plan.label)
-        async with self._run_slots:
+        async with self._run_slots.held():
             in_flight.inc()
             try:
                 log.info("run started %s run=%s", plan.described, plan.ident)

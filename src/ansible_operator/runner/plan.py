@@ -44,6 +44,8 @@ class RunPlan:
     skip_facts: bool
     ansible_args: str = ""
     writes: bool = True  # False: a grant that may only read through the proxy
+    # True: a preview (`reconcile --check`): every write must be a server-side dry run.
+    dry_run: bool = False
     owns: bool = True  # False: what the run writes is not marked as its owner's (admission)
     nice: int = priority.RECONCILE  # how far its processes yield the CPU (priority.py)
     # Holds one of the host's run slots (the operator's cap on concurrent runs),

@@ -16,6 +16,11 @@ Secret. Values are learnt from:
   our callback plugin (callback_plugins/ansible_operator_no_log.py) as an
   event of kind `SENSITIVE_EVENT`;
 - the run's own credentials (`Redactor.add`).
+
+The object's own namespace and name are never learnt (`public`): they are on
+the object whose status and Events carry the messages, and a no_log task that
+names its object with them would otherwise blank out its role's path and every
+sentence that says where something was refused.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +58,11 @@ _TEMPLATE = re.compile(r"{{.*?}}|{%.*?%}|{#.*?#}", re.DOTALL)
 class Redactor:
     """One run's sensitive values."""
 
-    def __init__(self) -> None:
+    def __init__(self, public: Iterable[str] = ()) -> None:
+        """`public`: values never redacted (the run's object's namespace and name)."""
         self._forms: dict[str, redaction_forms.ValueForms] = {}
         self._longest_first: list[redaction_forms.ValueForms] | None = None
+        self._public = frozenset(public)
 
     def __bool__(self) -> bool:
         return bool(self._forms)
@@ -67,6 +74,8 @@ class Redactor:
         if not isinstance(value, str) or len(value.strip()) < MIN_LENGTH:
             return
         for part in {value, *(line.strip() for line in value.splitlines())}:
+            if part in self._public:
+                continue
             if len(part.strip()) >= MIN_LENGTH and part not in self._forms:
                 self._forms[part] = redaction_forms.forms_of(part)
                 self._longest_first = None

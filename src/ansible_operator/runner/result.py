@@ -8,9 +8,10 @@ Secret or gave to a no_log task.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ansible_operator.runner.events import FailedTask, RunSummary, Stats
 from ansible_operator.runner.redaction import Redactor
@@ -33,6 +34,10 @@ class RunResult:
     out_of_memory: str = ""  # the memory cap a process of the run was killed for
     artifacts: Path | None = None  # the run's artifact directory (ansible-runner's)
     failure_message: str = ""  # the failed tasks, described and redacted (events.py)
+    # Numbers and booleans the proxy sent as strings, one line per task and value.
+    coerced: tuple[str, ...] = ()
+    # The conditions the run wrote to its own object's status, by type (the proxy's record).
+    owner_conditions: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # What the run must not let out, as learnt from its events; never shown.
     redactor: Redactor = field(default_factory=Redactor, repr=False, compare=False)
 
@@ -63,6 +68,7 @@ class RunResult:
             out_of_memory=out_of_memory,
             artifacts=artifacts,
             failure_message=summary.failure_message,
+            coerced=summary.coerced,
             redactor=summary.redactor,
         )
 

@@ -90,4 +90,5 @@ def plan_for(
         ansible_args=ansible_args,
         nice=settings.runs.reconcile_run_nice,
         label=gvk_label(watch),
+        dry_run=settings.ansible.check_mode,
     )

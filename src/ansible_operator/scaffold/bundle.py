@@ -88,7 +88,34 @@ def add_bundle_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def image_problem(image: str) -> str | None:
+    """Why a bundle may not name `image`, if it may not: OLM installs it in
+    clusters that pull it, so it needs a registry, and a version tag or a
+    digest (`:latest`, or no tag, is whatever was pushed last)."""
+    name, _, digest = image.partition("@")
+    first, slash, rest = name.partition("/")
+    registry = slash and ("." in first or ":" in first or first == "localhost")
+    last = (rest if slash else first).rsplit("/", 1)[-1]
+    tag = last.partition(":")[2]
+    missing = []
+    if not registry:
+        missing.append("a registry")
+    if not digest and tag in ("", "latest"):
+        missing.append("a version tag or a digest, not `:latest`")
+    if not missing:
+        return None
+    return (
+        f"--image {image}: an OLM bundle's image is pulled by the clusters that install it, "
+        f"so it needs {' and '.join(missing)} (e.g. quay.io/example/{last.partition(':')[0]}"
+        ":v0.1.0; with make: make bundle IMG=...)"
+    )
+
+
 def bundle_command(args: argparse.Namespace) -> int:
+    problem = image_problem(args.image) if args.image else None
+    if problem is not None:
+        print(f"ansible-operator: {problem}", file=sys.stderr)
+        return 2
     options = BundleOptions(
         version=args.version,
         channels=tuple(c.strip() for c in args.channels.split(",") if c.strip()),

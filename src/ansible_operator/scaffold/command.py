@@ -169,6 +169,7 @@ def init_project(directory: Path, *, domain: str, project_name: str | None = Non
     out.write("config/rbac/leader_election.yaml", _render(t.LEADER_ELECTION, **values))
     out.write(ROLE_FILE, _render(t.ROLE, **values))
     out.write("config/rbac/role_binding.yaml", _render(t.ROLE_BINDING, **values))
+    out.write("config/rbac/metrics_auth.yaml", _render(t.METRICS_AUTH, **values))
     out.write("config/manager/kustomization.yaml", t.MANAGER_KUSTOMIZATION)
     out.write("config/manager/manager.yaml", _render(t.MANAGER, **values))
     out.write("config/default/kustomization.yaml", t.DEFAULT_KUSTOMIZATION)

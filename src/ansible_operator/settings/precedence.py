@@ -2,7 +2,9 @@
 
 The one place this order lives. The reconciler asks `effective()` once per
 reconcile (the run's plan and the requeue both read that answer), the manager for
-the watches' workers; the annotation parser asks `artifacts_kept()`.
+the watches' workers; the annotation parser asks `artifacts_kept()`. (An object's
+priority in the queue is no such choice: the watch's and the annotation's add up,
+controller/priorities.py.)
 """
 
 from __future__ import annotations

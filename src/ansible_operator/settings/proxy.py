@@ -23,3 +23,14 @@ class ProxySettings:
             help="inject owner references into what runs create",
         ),
     )
+    coerce_strings: bool = field(
+        default=True,
+        metadata=setting(
+            "--coerce-string-fields",
+            boolean=True,
+            help="send a number or boolean a run puts where a core kind wants a string "
+            "(labels, annotations, ConfigMap and Secret data) as the string ansible-core "
+            "2.18 rendered, with a Warning Event naming the task (2.19+ keeps a template's "
+            "type, and the API server refuses it there)",
+        ),
+    )

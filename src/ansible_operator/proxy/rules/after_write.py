@@ -29,6 +29,7 @@ async def after_write(exchange: Exchange, pass_on: Handler) -> web.StreamRespons
         or exchange.target is None
         or exchange.resource is None
         or not exchange.run.owns
+        or exchange.run.dry_run  # a preview's writes store nothing: none to follow or read
     ):
         return await pass_on(exchange)
     write = _reported(exchange)

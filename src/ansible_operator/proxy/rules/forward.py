@@ -65,7 +65,11 @@ async def _forward_via(exchange: Exchange, via: Upstream) -> web.StreamResponse:
             (key, value) for key, value in upstream.headers.items() if key.lower() not in HOP_BY_HOP
         )
         watching = request.query.get("watch") in ("1", "true")
-        if relayed_as_it_comes(request.method, exchange.target, watching, upstream.content_length):
+        refused = upstream.status == 403  # a small Status the refusals rule reads
+        streamed = relayed_as_it_comes(
+            request.method, exchange.target, watching, upstream.content_length
+        )
+        if streamed and not refused:
             return await _streamed(exchange, upstream, answer_headers)
         # A body of known, modest size goes back in one write: a streamed
         # response costs a socket send per chunk plus the chunked framing.

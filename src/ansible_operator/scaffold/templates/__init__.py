@@ -81,8 +81,11 @@ PYTEST_INI = """\
 # pytest's settings for this project's tests (`make test`).
 [pytest]
 testpaths = tests
-# pytest-asyncio warns while this is unset.
+# pytest-asyncio warns while this is unset (and pytest, without pytest-asyncio,
+# that it does not know it: that warning is silenced).
 asyncio_default_fixture_loop_scope = function
+filterwarnings =
+    ignore:Unknown config option. asyncio_default_fixture_loop_scope:pytest.PytestConfigWarning
 """
 
 TESTS_CONFTEST = '''\
@@ -165,6 +168,45 @@ subjects:
     namespace: ${project}-system
 """
 
+METRICS_AUTH = """\
+# Metrics are served with --metrics-secure (HTTPS, as controller-runtime does):
+# the operator asks the API server who a scraper is (TokenReview) and whether it
+# may read /metrics (SubjectAccessReview). Bind ${project}-metrics-reader to
+# Prometheus' ServiceAccount to let it scrape.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: ${project}-metrics-auth
+rules:
+  - apiGroups: ["authentication.k8s.io"]
+    resources: ["tokenreviews"]
+    verbs: ["create"]
+  - apiGroups: ["authorization.k8s.io"]
+    resources: ["subjectaccessreviews"]
+    verbs: ["create"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: ${project}-metrics-auth
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: ${project}-metrics-auth
+subjects:
+  - kind: ServiceAccount
+    name: ${project}-controller-manager
+    namespace: ${project}-system
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: ${project}-metrics-reader
+rules:
+  - nonResourceURLs: ["/metrics"]
+    verbs: ["get"]
+"""
+
 MANAGER = """\
 # The operator's namespace and Deployment. One replica does the work; more
 # replicas wait on the leader-election Lease and take over when it expires.
@@ -208,6 +250,9 @@ spec:
             - --leader-election-id=${project}
             - --health-probe-bind-address=:6789
             - --metrics-bind-address=:8443
+            # HTTPS, for scrapers the API server says may read /metrics only
+            # (config/rbac/metrics_auth.yaml), as controller-runtime serves them.
+            - --metrics-secure
             - --graceful-shutdown-timeout=30s
           env:
             - name: WATCH_NAMESPACE
@@ -264,8 +309,10 @@ spec:
 # config/default/kustomization.yaml), as Operator SDK's scaffold has.
 PROMETHEUS_MONITOR = """\
 # Prometheus scrapes the operator's metrics Service (config/manager/manager.yaml).
-# Needs the Prometheus Operator's CRDs. Metrics are plain HTTP here; with
-# --metrics-secure, set scheme: https, a bearerTokenFile and tlsConfig.
+# Needs the Prometheus Operator's CRDs. Metrics are served over HTTPS to
+# authorised scrapers only (--metrics-secure): bind the ClusterRole
+# ${project}-metrics-reader (config/rbac/metrics_auth.yaml) to Prometheus'
+# ServiceAccount, whose token is sent below.
 apiVersion: monitoring.coreos.com/v1
 kind: ServiceMonitor
 metadata:
@@ -280,7 +327,12 @@ spec:
   endpoints:
     - path: /metrics
       port: metrics
-      scheme: http
+      scheme: https
+      bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
+      tlsConfig:
+        # The metrics certificate is self-signed unless --metrics-cert-path gives
+        # one; with a CA-issued certificate, set `ca` and `serverName` instead.
+        insecureSkipVerify: true
 """
 
 NETWORK_POLICY_METRICS = """\
@@ -689,6 +741,7 @@ resources:
   - role.yaml
   - role_binding.yaml
   - leader_election.yaml
+  - metrics_auth.yaml
 """
 )
 
@@ -833,8 +886,16 @@ OPERATOR_NAMESPACE ?= @@{project}-system
 OPERATOR_LABEL ?= app.kubernetes.io/name=@@{project}
 
 KUBECTL ?= kubectl
+# The ansible-operator command: `pip install ansible-operator` (or pipx) puts it
+# on PATH; elsewhere, name it: make ANSIBLE_OPERATOR=~/venvs/ao/bin/ansible-operator
 ANSIBLE_OPERATOR ?= ansible-operator
-PYTHON ?= python3
+# The command, or make stops with what to do (only the targets that use it).
+TOOL = $(if $(shell command -v $(firstword $(ANSIBLE_OPERATOR)) 2>/dev/null),$(ANSIBLE_OPERATOR),\\
+    $(error ANSIBLE_OPERATOR=$(ANSIBLE_OPERATOR) is not a command: install ansible-operator \\
+    (pip install ansible-operator, or pipx install ansible-operator) or name it with \\
+    make ANSIBLE_OPERATOR=/path/to/ansible-operator))
+# The Python ansible-operator runs with: its pytest plugin is there (`make test`).
+PYTHON ?= $(shell $(TOOL) doctor --python)
 # Who builds the image: by default ansible-operator (buildah in its own image
 # store, where the base image is built: nothing is pulled); CONTAINER_TOOL=docker,
 # podman or buildah builds with that tool, FROM the base image in its registry.
@@ -859,21 +920,22 @@ help: ## List the targets.
 ##@ Development
 
 .PHONY: run
-run: ## Run the operator from this directory against the cluster.
-\t$(ANSIBLE_OPERATOR) run --watches-file=./watches.yaml \\
+run: install ## Install the CRDs, then run the operator from this directory against the cluster.
+\t$(TOOL) run --watches-file=./watches.yaml \\
 \t\t--health-probe-bind-address=$(HEALTH_PROBE_ADDR) --metrics-bind-address=$(METRICS_ADDR) \\
 \t\t--proxy-port=$(PROXY_PORT)
 
 .PHONY: check
-check: ## Load watches.yaml, roles and playbooks without a cluster; report problems.
-\t$(ANSIBLE_OPERATOR) check .
+check: ## Load watches.yaml, roles and playbooks without a cluster; fail on problems, RBAC gaps.
+\t$(TOOL) check --strict .
 
 .PHONY: test
 test: ## Run the tests in tests/ against a real API server.
 \t$(PYTHON) -m pytest tests
 
 .PHONY: dev
-dev: image-load ## After an edit: rebuild (changed layers only), load, restart the operator's Pods.
+dev: check image-load ## After an edit (roles, RBAC, CRDs): check, rebuild, load, apply, restart.
+\t$(APPLY_CONFIG)
 \t$(KUBECTL) -n $(OPERATOR_NAMESPACE) delete pod -l $(OPERATOR_LABEL) --wait=false
 
 ##@ Build
@@ -881,7 +943,7 @@ dev: image-load ## After an edit: rebuild (changed layers only), load, restart t
 .PHONY: image-build
 image-build: ## Build the operator's image IMG (see CONTAINER_TOOL).
 ifeq ($(CONTAINER_TOOL),)
-\t$(ANSIBLE_OPERATOR) cluster load --build . --no-load $(IMG)
+\t$(TOOL) cluster load --build . --no-load $(IMG)
 else
 \t$(CONTAINER_TOOL) build -t $(IMG) .
 endif
@@ -891,7 +953,7 @@ docker-build: image-build ## Same as image-build.
 
 .PHONY: image-load
 image-load: ## Build IMG and load it into the local node ('cluster up --node').
-\t$(ANSIBLE_OPERATOR) cluster load --build . $(IMG)
+\t$(TOOL) cluster load --build . $(IMG)
 
 .PHONY: docker-push
 docker-push: ## Push the image IMG (built with CONTAINER_TOOL).
@@ -910,11 +972,13 @@ install: ## Install the CRDs (config/crd).
 uninstall: ## Remove the CRDs, and with them every object of their kinds.
 \t$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k config/crd
 
+# What deploy and dev apply: DEPLOY_CONFIG, its Deployment running the image IMG.
+APPLY_CONFIG = $(KUBECTL) kustomize $(DEPLOY_CONFIG) \\
+\t| sed 's|image: $(MANIFEST_IMG)$$|image: $(IMG)|' | $(KUBECTL) apply -f -
+
 .PHONY: deploy
-deploy: ## Deploy the operator (DEPLOY_CONFIG: config/default) running the image IMG.
-\t$(KUBECTL) kustomize $(DEPLOY_CONFIG) \\
-\t\t| sed 's|image: $(MANIFEST_IMG)$$|image: $(IMG)|' \\
-\t\t| $(KUBECTL) apply -f -
+deploy: check ## Check (an RBAC gap fails), then deploy DEPLOY_CONFIG running the image IMG.
+\t$(APPLY_CONFIG)
 
 .PHONY: undeploy
 undeploy: ## Remove everything deploy applied, CRDs included.
@@ -930,7 +994,7 @@ BUNDLE_IMG ?= @@{project}-bundle:v$(VERSION)
 
 .PHONY: bundle
 bundle: ## Write the OLM bundle (bundle/, bundle.Dockerfile) for IMG at VERSION, and check it.
-\t$(ANSIBLE_OPERATOR) bundle --version $(VERSION) --channels $(CHANNELS) --image $(IMG) \\
+\t$(TOOL) bundle --version $(VERSION) --channels $(CHANNELS) --image $(IMG) \\
 \t\t$(if $(DEFAULT_CHANNEL),--default-channel $(DEFAULT_CHANNEL))
 
 .PHONY: bundle-build
