@@ -1,6 +1,8 @@
-"""Latency an admission webhook written in Ansible adds to the API path, beside a stock one.
+"""Latency an admission webhook written in Ansible adds to the API path, beside a stock one;
+and what a conversion costs, by field map and by role, for reviews of 1, 10 and 100 objects.
 
     .venv/bin/python bench/webhook.py [--requests 40] [--concurrency 1,10] [--reconciles 0,4]
+                                      [--conversion-sizes 1,10,100] [--conversion-requests 40]
 
 Starts a local control plane (or uses KUBECONFIG) and `ansible-operator run` serving one
 mutating webhook whose role has three tasks (compute a label, check the object, answer with
@@ -13,6 +15,16 @@ With N reconciles running (`--reconciles`, a comma list): N objects of a kind wh
 a core busy for seconds and asks to run again at once, so N reconcile runs compete with the
 admission runs for the CPU; measured twice, with reconcile runs yielding the CPU (the default
 `--reconcile-run-nice=10`) and without (`0`), each by an operator of its own, side by side.
+
+Conversions (`--conversion-sizes`, a comma list of review sizes; `0` skips them): a kind with
+the HarborCluster sample's two shapes (v1beta1 the hub, v1alpha3 by the sample's field map)
+and a third version converted by a one-task role, served by the same operator. For each
+review size N: the field map's conversion of N objects in this process (the converter's own
+cost: what the operator spends on the event loop), ConversionReviews of N objects posted to
+the operator's webhook port over HTTPS (by field map, new objects each time; the same review
+again, answered from what the converter remembers; by role, one warm run per review), and a
+list of N objects through the API server in the hub version (no conversion), in v1alpha3 and
+in the role's version. Prints p50 and p99 in milliseconds.
 """
 
 from __future__ import annotations
@@ -32,6 +44,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import yaml
 from aiohttp import web
 from kubernetes.config import new_client_from_config as ApiSync
@@ -92,6 +105,272 @@ WATCHES = f"""
     role: bench
     timeoutSeconds: 30
 """
+
+
+# ----- conversions ----------------------------------------------------------------------
+CONVERTED_GROUP = "bench.ansible-operator.io"
+CONVERTED_PLURAL = "gadgets"
+CONVERTED = Resource(CONVERTED_GROUP, "v1beta1", "Gadget", CONVERTED_PLURAL, True)
+CONVERSION_ROLE = """
+- name: the objects in the version asked, nothing else changed (the run's own cost)
+  operator_sdk.util.conversion_response:
+    objects: >-
+      {{ conversion.objects
+         | map('combine', {'apiVersion': conversion.desired_api_version}) | list }}
+"""
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_CRD = ROOT / "config" / "crd" / "bases" / "goharbor.io_harborclusters.yaml"
+
+
+def conversion_watches() -> str:
+    """The sample's HarborCluster conversion, for this group's Gadget, and a role version."""
+    text = (ROOT / "watches.yaml").read_text()
+    start = text.index("- conversion:\n    group: goharbor.io\n    kind: HarborCluster")
+    end = text.index("\n# ---", start) if "\n# ---" in text[start:] else len(text)
+    entry = text[start:end].rstrip() + "\n"
+    entry = entry.replace("group: goharbor.io", f"group: {CONVERTED_GROUP}").replace(
+        "kind: HarborCluster", "kind: Gadget"
+    )
+    return entry + "      - version: v2\n        role: convert\n"
+
+
+def conversion_crd() -> dict[str, Any]:
+    crd = yaml.safe_load(SAMPLE_CRD.read_text())
+    crd["metadata"]["name"] = f"{CONVERTED_PLURAL}.{CONVERTED_GROUP}"
+    crd["spec"]["group"] = CONVERTED_GROUP
+    crd["spec"]["names"] = {
+        "kind": "Gadget",
+        "listKind": "GadgetList",
+        "plural": CONVERTED_PLURAL,
+        "singular": "gadget",
+    }
+    hub = next(v for v in crd["spec"]["versions"] if v["name"] == "v1beta1")
+    crd["spec"]["versions"].append({**hub, "name": "v2", "storage": False})
+    del crd["spec"]["conversion"]  # the operator sets it
+    return crd
+
+
+def gadget(index: int, namespace: str = "default") -> dict[str, Any]:
+    """A HarborCluster-shaped object as the API server stores it (status included)."""
+    return {
+        "apiVersion": f"{CONVERTED_GROUP}/v1beta1",
+        "kind": "Gadget",
+        "metadata": {
+            "name": f"g-{index:04d}",
+            "namespace": namespace,
+            "uid": str(uuid.uuid4()),
+            "resourceVersion": str(1000 + index),
+            "generation": 1,
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "labels": {"app.kubernetes.io/name": "harbor"},
+        },
+        "spec": {
+            "version": "2.10.0",
+            "externalURL": f"https://harbor-{index}.example.com",
+            "database": {"replicas": 2, "storage": "5Gi", "version": "16"},
+            "cache": {"replicas": 3, "sentinelReplicas": 3},
+            "storage": {"servers": 4, "volumesPerServer": 2, "size": "10Gi"},
+            "configuration": {"email_from": "admin <harbor@example.com>"},
+        },
+        "status": {
+            "status": "healthy",
+            "conditions": [
+                {
+                    "type": kind,
+                    "status": "True",
+                    "reason": "Ready",
+                    "message": f"{kind} is ready",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                }
+                for kind in ("DatabaseReady", "CacheReady", "StorageReady", "ServiceReady")
+            ],
+        },
+    }
+
+
+def review(objects: list[dict[str, Any]], version: str) -> bytes:
+    return json.dumps(
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "ConversionReview",
+            "request": {
+                "uid": str(uuid.uuid4()),
+                "desiredAPIVersion": f"{CONVERTED_GROUP}/{version}",
+                "objects": objects,
+            },
+        }
+    ).encode()
+
+
+def in_process(sizes: list[int], requests: int) -> dict[int, tuple[list[float], list[float]]]:
+    """The field map's conversion of a review of N new objects, in this process: wall and
+    CPU milliseconds (on a busy machine the CPU time is the converter's own cost)."""
+    from ansible_operator.conversion.converter import Converter
+    from ansible_operator.conversion.schema import version_schemas
+    from ansible_operator.project.watches import load_watches_file
+
+    with tempfile.TemporaryDirectory() as scratch:
+        watches = Path(scratch) / "watches.yaml"
+        watches.write_text(conversion_watches().split("      - version: v2")[0])
+        [declared] = load_watches_file(watches, env={}).conversions
+    converter = Converter(declared, version_schemas(conversion_crd()))
+    found: dict[int, tuple[list[float], list[float]]] = {}
+
+    async def measure(objects: list[dict[str, Any]]) -> tuple[float, float]:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        await converter.convert(objects, "v1alpha3")
+        return (time.perf_counter() - wall) * 1000, (time.thread_time() - cpu) * 1000
+
+    async def each_size(size: int) -> tuple[list[float], list[float]]:
+        walls, cpus = [], []
+        for _ in range(max(requests, 200)):
+            wall, cpu = await measure([gadget(index) for index in range(size)])
+            walls.append(wall)
+            cpus.append(cpu)
+        return walls, cpus
+
+    for size in sizes:
+        found[size] = asyncio.run(each_size(size))
+    return found
+
+
+async def measure_conversions(
+    config: KubeConfig, operator: OperatorProcess, sizes: list[int], requests: int
+) -> dict[tuple[int, str], list[float]]:
+    found: dict[tuple[int, str], list[float]] = {}
+    port = operator.port("webhook")
+    async with ApiClient(config) as api:
+        crd_resource = Resource(
+            "apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
+            False,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while True:
+            crd = await api.get(crd_resource, f"{CONVERTED_PLURAL}.{CONVERTED_GROUP}")
+            bundle = (
+                ((crd["spec"].get("conversion") or {}).get("webhook") or {})
+                .get("clientConfig", {})
+                .get("caBundle")
+            )
+            if bundle:
+                break
+            if time.monotonic() > deadline:
+                raise SystemExit("the operator never set the CRD's conversion caBundle")
+            await asyncio.sleep(0.5)
+        context = ssl.create_default_context(cadata=base64.b64decode(bundle).decode())
+        url = f"https://127.0.0.1:{port}/convert/gadget.{CONVERTED_GROUP}"
+
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context)) as http:
+
+            async def post(body: bytes) -> float:
+                started = time.perf_counter()
+                async with http.post(url, data=body) as answer:
+                    result = (await answer.json())["response"]["result"]
+                elapsed = (time.perf_counter() - started) * 1000
+                if result["status"] != "Success":
+                    raise SystemExit(f"conversion failed: {result}")
+                return elapsed
+
+            for size in sizes:
+                for how, version in (("fieldMap", "v1alpha3"), ("role", "v2")):
+                    await post(review([gadget(i) for i in range(size)], version))  # warm up
+                    count = requests if how == "role" else requests * 5
+                    found[(size, f"HTTPS {how}")] = [
+                        await post(review([gadget(i) for i in range(size)], version))
+                        for _ in range(count)
+                    ]
+                same = review([gadget(i) for i in range(size)], "v1alpha3")
+                await post(same)
+                found[(size, "HTTPS fieldMap remembered")] = [
+                    await post(same) for _ in range(requests * 5)
+                ]
+        namespace = f"bench-conversion-{uuid.uuid4().hex[:6]}"
+        namespaces = Resource("", "v1", "Namespace", "namespaces", False)
+        await api.create(namespaces, {"metadata": {"name": namespace}})
+        try:
+            for index in range(max(sizes)):
+                body = gadget(index, namespace)
+                for key in ("uid", "resourceVersion", "generation", "creationTimestamp"):
+                    del body["metadata"][key]
+                del body["status"]
+                await api.create(CONVERTED, body, namespace)
+            # The garbage collector watches the group's preferred version (v2, the
+            # role's): every object created is converted for it. Wait those out: on a
+            # busy machine a list can time out (504) behind them, so it is asked again.
+            for version in ("v1beta1", "v1alpha3", "v2"):
+                listed = Resource(CONVERTED_GROUP, version, "Gadget", CONVERTED_PLURAL, True)
+                started, deadline = time.monotonic(), time.monotonic() + 900
+                while True:
+                    try:
+                        await api.request("GET", listed.path(namespace))
+                        break
+                    except ApiError as error:
+                        if error.status != 504 or time.monotonic() > deadline:
+                            raise
+                print(
+                    f"first list in {version}: {time.monotonic() - started:.1f} s",
+                    file=sys.stderr,
+                )
+            for size in sizes:
+                for label, version in (
+                    ("list hub (none)", "v1beta1"),
+                    ("list fieldMap", "v1alpha3"),
+                    ("list role", "v2"),
+                ):
+                    listed = Resource(CONVERTED_GROUP, version, "Gadget", CONVERTED_PLURAL, True)
+                    samples = []
+                    for _ in range(requests):
+                        started = time.perf_counter()
+                        page = await api.request(
+                            "GET", listed.path(namespace), params={"limit": str(size)}
+                        )
+                        samples.append((time.perf_counter() - started) * 1000)
+                        if len(page["items"]) != size:
+                            raise SystemExit(f"listed {len(page['items'])}, not {size}")
+                    found[(size, label)] = samples
+        finally:
+            with contextlib.suppress(ApiError):
+                await api.delete(namespaces, namespace)
+    return found
+
+
+def report_conversions(
+    local: dict[int, tuple[list[float], list[float]]], served: dict[tuple[int, str], list[float]]
+) -> None:
+    print(
+        "\nConversions of HarborCluster-shaped objects (v1beta1 -> v1alpha3 by the sample's "
+        "field map, each object keeping two fields in the annotation; -> v2 by a one-task "
+        "role, warm runner); milliseconds, p50 / p99. in process: the converter alone, wall "
+        "and CPU; HTTPS: a ConversionReview posted to the operator's webhook port; "
+        "remembered: the same objects again; list: through the API server (hub: no "
+        "conversion)"
+    )
+    columns = [
+        "in process fieldMap",
+        "in process fieldMap CPU",
+        "HTTPS fieldMap",
+        "HTTPS fieldMap remembered",
+        "HTTPS role",
+        "list hub (none)",
+        "list fieldMap",
+        "list role",
+    ]
+    print(f"{'objects':>7} " + " ".join(f"{column:>26}" for column in columns))
+    for size in sorted(local):
+        cells = []
+        for column in columns:
+            if column == "in process fieldMap":
+                samples = local[size][0]
+            elif column == "in process fieldMap CPU":
+                samples = local[size][1]
+            else:
+                samples = served.get((size, column), [])
+            if not samples:
+                cells.append(f"{'-':>26}")
+                continue
+            p50, p99 = statistics.median(samples), percentile(samples, 0.99)
+            cells.append(f"{p50:>12.2f} / {p99:>9.2f}  ")
+        print(f"{size:>7} " + " ".join(cells))
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -299,30 +578,46 @@ def main() -> None:
     parser.add_argument(
         "--max-concurrent-runs", type=int, default=None, help="--webhook-max-concurrent-runs"
     )
+    parser.add_argument(
+        "--conversion-sizes", default="1,10,100", help="review sizes, comma list (0: none)"
+    )
+    parser.add_argument("--conversion-requests", type=int, default=40, help="role reviews per size")
+    parser.add_argument("--only-conversions", action="store_true", help="measure conversions alone")
     args = parser.parse_args()
+    sizes = [int(size) for size in args.conversion_sizes.split(",") if int(size)]
     levels = [int(level) for level in args.concurrency.split(",")]
     reconciles = [int(level) for level in args.reconciles.split(",")]
     # With reconciles running, both priorities; without, one operator is enough.
     nices = [10, 0] if any(reconciles) else [10]
     results: list[tuple[Row, list[float]]] = []
+    served: dict[tuple[int, str], list[float]] = {}
+    local = in_process(sizes, args.conversion_requests) if sizes else {}
     with tempfile.TemporaryDirectory(prefix="bench-webhook-") as scratch_dir:
         scratch = Path(scratch_dir)
         project = scratch / "project"
-        for role, tasks in (("bench", ROLE), ("busy", BUSY_ROLE)):
+        roles = (("bench", ROLE), ("busy", BUSY_ROLE), ("convert", CONVERSION_ROLE))
+        for role, tasks in roles:
             (project / "roles" / role / "tasks").mkdir(parents=True)
             (project / "roles" / role / "tasks" / "main.yml").write_text(tasks)
-        (project / "watches.yaml").write_text(WATCHES)
+        (project / "watches.yaml").write_text(WATCHES + (conversion_watches() if sizes else ""))
         with provide() as cluster:
             with ApiSync(str(cluster.kubeconfig)) as sync_api:
                 apply_manifests(
                     sync_api, yaml.safe_dump(schemaless_crd(BUSY_GROUP, "Busy", "busies"))
                 )
-            for nice in nices:
+                if sizes:
+                    apply_manifests(sync_api, yaml.safe_dump(conversion_crd()))
+            for nice in nices if not args.only_conversions else nices[:1]:
+                first = nice == nices[0]
                 results += run_operator(
                     project, scratch, Path(cluster.kubeconfig), args, nice, levels,
-                    reconciles if nice == nices[0] else [level for level in reconciles if level],
+                    reconciles if first else [level for level in reconciles if level],
+                    sizes if first else [], served,
                 )  # fmt: skip
-    report(results)
+    if not args.only_conversions:
+        report(results)
+    if sizes:
+        report_conversions(local, served)
 
 
 def run_operator(
@@ -333,6 +628,8 @@ def run_operator(
     nice: int,
     levels: list[int],
     reconciles: list[int],
+    sizes: list[int],
+    served: dict[tuple[int, str], list[float]],
 ) -> list[tuple[Row, list[float]]]:
     extra = [f"--webhook-max-concurrent-runs={args.max_concurrent_runs}"]
     operator = OperatorProcess(
@@ -351,6 +648,16 @@ def run_operator(
         ],
     ).start()
     try:
+        if sizes:
+            served.update(
+                asyncio.run(
+                    measure_conversions(
+                        load_config(kubeconfig), operator, sizes, args.conversion_requests
+                    )
+                )
+            )
+        if args.only_conversions:
+            return []
         return asyncio.run(
             measure(
                 load_config(kubeconfig), operator, nice, args.requests, levels, reconciles, scratch

@@ -313,6 +313,16 @@ def build_parser() -> argparse.ArgumentParser:
     add_check_arguments(check_parser)
     check_parser.set_defaults(func=check)
 
+    from ansible_operator.commands.migrate import add_migrate_arguments, migrate_command
+
+    migrate_parser = commands.add_parser(
+        "migrate",
+        help="rewrite every stored object of a kind in its CRD's storage version, then drop "
+        "the other versions from status.storedVersions (resumable)",
+    )
+    add_migrate_arguments(migrate_parser)
+    migrate_parser.set_defaults(func=migrate_command)
+
     doctor_parser = commands.add_parser(
         "doctor",
         help="show the Python, ansible-core, ansible-runner and kubernetes.core in use "

@@ -6,11 +6,16 @@ controller here: the tests write their status as their own operators would.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
 from kubernetes import client
 
+from ansible_operator.cluster import Cluster
 from ansible_operator.testing.operator import OperatorProcess
 from ansible_operator.testing.waiting import (
     condition_of,
@@ -278,3 +283,123 @@ def test_deleting_the_harbor_cluster_garbage_collects_what_it_owns(
     eventually(
         lambda: not leftovers(), describe=lambda: f"left: {leftovers()}", what="owned objects gone"
     )
+
+
+# ----- v1alpha3, goharbor.io's older version: conversion, restart, storage migration ---
+OLD = "v1alpha3"
+CRD_NAME = f"{PLURAL}.{GROUP}"
+KEPT = "conversion.ansible-operator.io/v1beta1"
+
+
+def set_storage_version(api: client.ApiClient, version: str) -> None:
+    """Which version new writes are stored in, as a CRD upgrade changes it."""
+    extensions = client.ApiextensionsV1Api(api)
+    crd = extensions.read_custom_resource_definition(CRD_NAME)
+    patch = [
+        {"op": "replace", "path": f"/spec/versions/{index}/storage", "value": each.name == version}
+        for index, each in enumerate(crd.spec.versions)
+    ]
+    extensions.patch_custom_resource_definition(CRD_NAME, patch)
+
+
+def read_in(api: client.ApiClient, version: str, namespace: str, name: str) -> dict[str, Any]:
+    return client.CustomObjectsApi(api).get_namespaced_custom_object(
+        GROUP, version, namespace, PLURAL, name
+    )
+
+
+def stored_versions(api: client.ApiClient) -> list[str]:
+    crd = client.ApiextensionsV1Api(api).read_custom_resource_definition(CRD_NAME)
+    return list(crd.status.stored_versions)
+
+
+def test_v1alpha3_objects_read_in_v1beta1_across_a_restart_and_a_storage_migration(
+    operator: OperatorProcess,
+    kube_api: client.ApiClient,
+    kube_namespace: str,
+    kube_cluster: Cluster,
+) -> None:
+    # Before v1beta1 was the storage version: objects written in v1alpha3, stored so.
+    set_storage_version(kube_api, OLD)
+    try:
+        for index in range(3):
+            client.CustomObjectsApi(kube_api).create_namespaced_custom_object(
+                GROUP,
+                OLD,
+                kube_namespace,
+                PLURAL,
+                {
+                    "apiVersion": f"{GROUP}/{OLD}",
+                    "kind": "HarborCluster",
+                    "metadata": {"name": f"old-{index}"},
+                    "spec": {
+                        "version": "2.9.0",
+                        "expose": {"scheme": "https", "host": f"old-{index}.example.com:8443"},
+                        "inClusterDatabase": {"postgresSqlSpec": {"replicas": 2}},
+                    },
+                },
+            )
+    finally:
+        set_storage_version(kube_api, VERSION)
+    assert set(stored_versions(kube_api)) == {OLD, VERSION}
+    # The role reads them in v1beta1, converted by the field map: it made their database.
+    obj = wait_status(kube_api, kube_namespace, "old-0", "creating", DatabaseReady="Unknown")
+    assert obj["spec"]["externalURL"] == "https://old-0.example.com:8443"
+    assert obj["spec"]["database"] == {"replicas": 2, "storage": "1Gi", "version": "15"}
+    assert owned(kube_api, kube_namespace, "old-0", DATABASE)["spec"]["numberOfInstances"] == 2
+
+    # A v1beta1 object with what v1alpha3 cannot hold, edited through v1alpha3.
+    harbor_cluster(
+        kube_api, kube_namespace, "new", database={"version": "16"}, configuration={"a": "b"}
+    )
+    through_old = read_in(kube_api, OLD, kube_namespace, "new")
+    assert through_old["spec"]["expose"] == {"scheme": "https", "host": "harbor.example.com"}
+    assert json.loads(through_old["metadata"]["annotations"][KEPT]) == {
+        "/spec/configuration": {"value": {"a": "b"}},
+        "/spec/database/version": {"value": "16", "seen": "15"},
+    }
+    client.CustomObjectsApi(kube_api).patch_namespaced_custom_object(
+        GROUP, OLD, kube_namespace, PLURAL, "new", {"spec": {"version": "2.11.0"}}
+    )
+
+    # Across a restart (a new CA and a new port: the CRD follows), read both ways again.
+    operator.stop()
+    operator.start()
+    new = read_in(kube_api, VERSION, kube_namespace, "new")
+    assert new["spec"]["version"] == "2.11.0"
+    assert new["spec"]["configuration"] == {"a": "b"}
+    assert new["spec"]["database"]["version"] == "16"
+    assert read_in(kube_api, OLD, kube_namespace, "old-1")["spec"]["expose"]["host"] == (
+        "old-1.example.com:8443"
+    )
+
+    # The storage migration, as a user runs it.
+    done = subprocess.run(
+        [sys.executable, "-m", "ansible_operator.cli", "migrate", "HarborCluster.goharbor.io"],
+        env={**os.environ, "KUBECONFIG": str(kube_cluster.kubeconfig)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"migrating {CRD_NAME} to {VERSION}" in done.stdout
+    summary = done.stdout.strip().splitlines()[-1]
+    assert summary.startswith("done: ")
+    assert f"storedVersions: {OLD}, {VERSION} -> {VERSION}" in summary or (
+        f"storedVersions: {VERSION}, {OLD} -> {VERSION}" in summary
+    )
+    assert stored_versions(kube_api) == [VERSION]
+    for index in range(3):
+        assert read_in(kube_api, OLD, kube_namespace, f"old-{index}")["spec"]["version"] == "2.9.0"
+    # Nothing was left to do: a second run rewrites nothing.
+    again = subprocess.run(
+        [sys.executable, "-m", "ansible_operator.cli", "migrate", CRD_NAME],
+        env={**os.environ, "KUBECONFIG": str(kube_cluster.kubeconfig)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert again.returncode == 0, again.stderr
+    assert " 0 of them rewritten; storedVersions: v1beta1 -> v1beta1" in again.stdout

@@ -371,3 +371,43 @@ def test_debug_containers_added_later_are_rewritten(
         "harbor.example.com/mirror/library/busybox:1.36"
     ]
     assert images(debugged) == ["harbor.example.com/mirror/library/nginx:1.25"]
+
+
+# ----- a configuration written in v1beta1 ---------------------------------------------
+def test_a_configuration_written_in_v1beta1_rewrites_by_its_rules(
+    harbor: Harbor, kube_api: client.ApiClient
+) -> None:
+    """v1beta1 writes rules as goharbor.io's v1beta1 does ("REGEX,PROJECT"); the sample's
+    conversion role gives the webhook's role, which reads v1alpha1, its rule objects."""
+    name = f"hsc-{uuid.uuid4().hex[:8]}"
+    rules = ["^docker.io$,mirror", "^ghcr.io$,proxyCache=ghcr"]
+    harbor.custom.create_cluster_custom_object(
+        GROUP,
+        "v1beta1",
+        PLURAL,
+        {
+            "apiVersion": f"{GROUP}/v1beta1",
+            "kind": "HarborServerConfiguration",
+            "metadata": {"name": name},
+            "spec": {
+                "serverURL": "https://beta.example.com",
+                "accessCredential": {"namespace": "default", "accessSecretRef": "none"},
+                "rules": rules,
+            },
+        },
+    )
+    harbor.configurations.append(name)
+    as_hub = harbor.custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+    assert as_hub["spec"]["rules"] == [
+        {"registryRegex": "^docker.io$", "project": "mirror"},
+        {"registryRegex": "^ghcr.io$", "proxyCache": "ghcr"},
+    ]
+    assert (
+        harbor.custom.get_cluster_custom_object(GROUP, "v1beta1", PLURAL, name)["spec"]["rules"]
+        == rules
+    )
+    namespace = harbor.namespace({REWRITE: "auto", ISSUER: name})
+
+    stored, _ = create(kube_api, namespace, pod("nginx:1.25"))
+
+    assert images(stored) == ["beta.example.com/mirror/library/nginx:1.25"]

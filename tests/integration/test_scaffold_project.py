@@ -112,6 +112,8 @@ def test_make_install_and_uninstall_apply_and_remove_the_crds(
         make(project, kube_cluster, "install")
         assert crd_names(kube_api, group) == wanted
         # The README's command for the samples: their kustomization, into a namespace.
+        # Before the second version: its sample is converted by the operator's webhook,
+        # which `make install` alone does not start.
         subprocess.run(
             ["kubectl", "apply", "-n", kube_namespace, "-k", "config/samples/"],
             cwd=project,
@@ -124,6 +126,21 @@ def test_make_install_and_uninstall_apply_and_remove_the_crds(
         for plural in ("widgets", "gadgets"):
             items = custom.list_namespaced_custom_object(group, "v1", kube_namespace, plural)
             assert len(items["items"]) == 1, plural
+
+        # A second version of Widget: its CRD carries the conversion stanza (the
+        # operator's Service, no caBundle yet), which the API server takes as it is,
+        # with v1 objects stored.
+        cli("create", "api", "--group", "make", "--version", "v2", "--kind", "Widget",
+            "--generate-role", "--dir", str(project))  # fmt: skip
+        make(project, kube_cluster, "install")
+        widgets = client.ApiextensionsV1Api(kube_api).read_custom_resource_definition(
+            f"widgets.{group}"
+        )
+        assert [v.name for v in widgets.spec.versions] == ["v1", "v2"]
+        assert widgets.spec.conversion.strategy == "Webhook"
+        assert widgets.spec.conversion.webhook.client_config.service.name == (
+            "make-operator-webhook-service"
+        )
 
         make(project, kube_cluster, "uninstall")
         eventually(lambda: not crd_names(kube_api, group), timeout=60, what="CRDs removed")

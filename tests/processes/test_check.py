@@ -353,6 +353,9 @@ def test_a_generated_project_checks_clean(
     for kind, how in (("Memcached", "role"), ("Backup", "playbook")):
         argv = ["create", "api", "--group", "cache", "--version", "v1", "--kind", kind]
         assert main([*argv, f"--generate-{how}", "--dir", str(project)]) == 0
+    # and a second version of one, converted by the fieldMap scaffolded for it
+    argv = ["create", "api", "--group", "cache", "--version", "v2", "--kind", "Memcached"]
+    assert main([*argv, "--generate-role", "--dir", str(project)]) == 0
     capsys.readouterr()
     # from the project, as `run` runs: a role named like one elsewhere is its own
     monkeypatch.chdir(project)

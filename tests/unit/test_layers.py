@@ -30,7 +30,7 @@ LAYERS: list[set[str]] = [
     # The operator's settings: declared in sections, read from flags and the environment.
     {"settings"},
     # An operator project (watches.yaml, roles, a run's extra vars), and its checks.
-    {"project", "lint"},
+    {"project", "lint", "conversion"},
     {"runner"},
     {"proxy"},
     {"webhooks"},

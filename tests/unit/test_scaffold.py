@@ -11,7 +11,7 @@ import yaml
 
 from ansible_operator import __version__
 from ansible_operator.cli import main
-from ansible_operator.project.watches import load_watches
+from ansible_operator.project.watches import load_watches, load_watches_file
 from ansible_operator.scaffold import plural_of
 
 
@@ -19,7 +19,9 @@ def init(project: Path, *extra: str) -> int:
     return main(["init", "--domain", "example.com", "--dir", str(project), *extra])
 
 
-def create(project: Path, kind: str, *, group: str = "cache", how: str = "role") -> int:
+def create(
+    project: Path, kind: str, *, group: str = "cache", how: str = "role", version: str = "v1alpha1"
+) -> int:
     return main(
         [
             "create",
@@ -27,7 +29,7 @@ def create(project: Path, kind: str, *, group: str = "cache", how: str = "role")
             "--group",
             group,
             "--version",
-            "v1alpha1",
+            version,
             "--kind",
             kind,
             f"--generate-{how}",
@@ -291,6 +293,54 @@ def test_a_duplicate_kind_is_refused(project: Path, capsys: pytest.CaptureFixtur
     assert "cache.example.com/v1alpha1 Memcached is already in" in capsys.readouterr().err
     after = {p: p.read_bytes() for p in project.rglob("*") if p.is_file()}
     assert after == before
+
+
+def test_a_second_version_of_a_kind_is_converted_through_the_watched_one(
+    project: Path, capsys: pytest.CaptureFixture
+) -> None:
+    assert create(project, "Memcached") == 0
+    assert create(project, "Memcached", version="v1beta1") == 0
+    output = capsys.readouterr().out
+    assert "next: edit the fieldMap of Memcached v1beta1 in watches.yaml" in output
+
+    loaded = load_watches_file(project / "watches.yaml", env={}, cwd=project)
+    [watch] = loaded.watches
+    assert watch.gvk.version == "v1alpha1"  # the role still reads the hub
+    [conversion] = loaded.conversions
+    assert (conversion.kind, conversion.hub) == ("Memcached", "v1alpha1")
+    [v1beta1] = conversion.versions
+    assert v1beta1.version == "v1beta1" and v1beta1.field_map is not None
+    [crd] = load_yaml(project / "config/crd/bases/cache.example.com_memcacheds.yaml")
+    assert [(v["name"], v["served"], v["storage"]) for v in crd["spec"]["versions"]] == [
+        ("v1alpha1", True, True),
+        ("v1beta1", True, False),
+    ]
+    service = crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]
+    assert service == {
+        "namespace": "memcached-operator-system",
+        "name": "memcached-operator-webhook-service",
+        "path": "/convert/memcached.cache.example.com",
+        "port": 443,
+    }
+    [svc] = load_yaml(project / "config/webhook/service.yaml")
+    assert svc["metadata"]["name"] == service["name"]
+    assert "../webhook" in load_yaml(project / "config/default/kustomization.yaml")[0]["resources"]
+    assert "webhook.yaml" in load_yaml(project / "config/rbac/kustomization.yaml")[0]["resources"]
+    [role] = load_yaml(project / "config/rbac/role.yaml")
+    assert {
+        "apiGroups": ["apiextensions.k8s.io"],
+        "resources": ["customresourcedefinitions"],
+        "resourceNames": ["memcacheds.cache.example.com"],
+        "verbs": ["get", "list", "watch", "patch"],
+    } in role["rules"]
+    [sample] = load_yaml(project / "config/samples/cache_v1beta1_memcached.yaml")
+    assert sample["apiVersion"] == "cache.example.com/v1beta1"
+
+    # A third: the entry exists, the user adds to it (nothing is half written).
+    before = {p: p.read_bytes() for p in project.rglob("*") if p.is_file()}
+    assert create(project, "Memcached", version="v1") == 2
+    assert "watches.yaml already converts Memcached" in capsys.readouterr().err
+    assert {p: p.read_bytes() for p in project.rglob("*") if p.is_file()} == before
 
 
 @pytest.mark.parametrize(

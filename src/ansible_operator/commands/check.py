@@ -5,9 +5,13 @@ of its watches and webhooks with the installed ansible-core (YAML and syntax
 errors, modules and actions that the collections path cannot resolve), and checks
 their templates for the ansible-core 2.18 -> 2.19 changes that break existing
 roles (lint/templating.py); a webhook's, also for names its run does not define
-and for never answering (lint/webhook_roles.py); and what their Kubernetes tasks
+and for never answering (lint/webhook_roles.py); what their Kubernetes tasks
 do against config/rbac/role.yaml (lint/rbac.py, following the templates and files
-their definitions look up; `--fix-rbac` adds what is missing).
+their definitions look up; `--fix-rbac` adds what is missing); and the CRDs of
+config/crd/bases: a served version the API server cannot convert, and, with
+`--crd-baseline cluster|REVISION`, what is unsafe against the CRDs installed or at a git
+revision (lint/crds.py: removed versions still stored, removed or retyped fields, new
+required fields without a default).
 Prints `file:line: error|warning: message`; exits 1 when something will fail, and
 with `--strict` when the role file does not allow what a task does. The summary
 counts the Kubernetes tasks whose kind cannot be known without running them.
@@ -24,13 +28,14 @@ import sys
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import yaml
 
 from ansible_operator.lint import yaml_nodes as y
 from ansible_operator.lint.ansible_load import load_in_child, task_keywords
 from ansible_operator.lint.assigned_vars import assigned_vars
+from ansible_operator.lint.crds import Baseline, CrdFile, crd_files, crd_findings, git_baseline
 from ansible_operator.lint.findings import Finding, error, place
 from ansible_operator.lint.jinja_types import Inferred, Scope
 from ansible_operator.lint.project import Targets, role_files, targets_of
@@ -78,6 +83,14 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
         "and the tasks whose kind cannot be known without running them",
     )
     parser.add_argument(
+        "--crd-baseline",
+        metavar="cluster|REVISION",
+        help="also compare config/crd/bases with the CRDs before: 'cluster' (those installed "
+        "where KUBECONFIG points) or a git revision (main, v1.2.0, HEAD~1); a removed version "
+        "still stored, a removed or retyped field, a new required field without a default "
+        "are errors",
+    )
+    parser.add_argument(
         "--strict",
         action="store_true",
         help=f"an RBAC gap (a task doing what {ROLE_FILE} does not allow) is an error: "
@@ -104,7 +117,14 @@ def check(args: argparse.Namespace) -> int:
             _list_rbac(uses, unknown)
         if args.fix_rbac:
             fix_rbac(directory, uses)
-    findings, targets = check_project(directory, strict=args.strict, **options)
+    try:
+        baseline = crd_baseline(directory, args.crd_baseline) if args.crd_baseline else None
+    except (ValueError, OSError) as failure:
+        print(f"ansible-operator check: --crd-baseline: {failure}", file=sys.stderr)
+        return 2
+    findings, targets = check_project(
+        directory, strict=args.strict, **options, crd_baseline=baseline
+    )
     for finding in findings:
         print(finding.format(relative_to=Path.cwd()))
     env = _environment(directory, args.ansible_roles_path, args.ansible_collections_path)
@@ -132,6 +152,42 @@ def check(args: argparse.Namespace) -> int:
 def unresolved_tasks(targets: Targets) -> int:
     """The tasks (file, line) whose kind check could not know, as check_project found them."""
     return len({(item.path, item.line) for item in targets.rbac_unknown})
+
+
+def crd_baseline(directory: Path, which: str) -> Baseline:
+    """The CRDs before: `cluster` (read once, where KUBECONFIG points) or a git revision."""
+    if which != "cluster":
+        return git_baseline(directory, which)
+    import asyncio
+
+    from ansible_operator.cluster import connect_config
+    from ansible_operator.conversion.migration import CRDS
+    from ansible_operator.kube.client import ApiClient, ApiError
+    from ansible_operator.kube.config import KubeConfigError
+
+    files, _ = crd_files(directory)
+
+    async def read() -> dict[str, dict[str, Any] | None]:
+        found: dict[str, dict[str, Any] | None] = {}
+        async with ApiClient(connect_config()) as api:
+            for file in files:
+                try:
+                    found[file.name] = await api.get(CRDS, file.name)
+                except ApiError as failure:
+                    if failure.status != 404:
+                        raise ValueError(f"cannot read CRD {file.name}: {failure}") from None
+                    found[file.name] = None
+        return found
+
+    try:
+        installed = asyncio.run(read())
+    except KubeConfigError as failure:
+        raise ValueError(str(failure)) from None
+
+    def before(file: CrdFile) -> dict[str, Any] | None:
+        return installed.get(file.name)
+
+    return before
 
 
 class _Run(NamedTuple):
@@ -232,6 +288,7 @@ def check_project(
     roles_path: str | None = None,
     collections_path: str | None = None,
     strict: bool = False,
+    crd_baseline: Baseline | None = None,
 ) -> tuple[list[Finding], Targets]:
     """Every finding in the project, sorted by file and line; and what was checked
     (with the Kubernetes tasks whose kind could not be known: `rbac_unknown`).
@@ -246,7 +303,7 @@ def check_project(
     if loaded is None:
         return sorted(missing), Targets()
 
-    targets = targets_of(loaded.watches, directory, env, loaded.webhooks)
+    targets = targets_of(loaded.watches, directory, env, loaded.webhooks, loaded.conversions)
     findings = set(missing)
     findings.update(load_in_child(targets.roles, targets.playbooks, env, cwd=directory))
     keywords = task_keywords()
@@ -271,6 +328,7 @@ def check_project(
     targets.rbac_unknown = unknown
     if rules is not None:
         findings.update(gaps(uses, rules, str(ROLE_FILE), strict=strict))
+    findings.update(crd_findings(directory, loaded.conversions, crd_baseline))
     return sorted(findings, key=lambda f: (f.path, f.line, f.severity.value, f.message)), targets
 
 
@@ -288,7 +346,7 @@ def rbac_of_project(
     loaded, _ = load_reading_on(watches_file, env, directory)
     if loaded is None:
         return [], []
-    targets = targets_of(loaded.watches, directory, env, loaded.webhooks)
+    targets = targets_of(loaded.watches, directory, env, loaded.webhooks, loaded.conversions)
     return _rbac_uses(directory, targets, task_keywords())
 
 

@@ -113,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
         settings,
         connect=connect_config,
         webhooks=declared.webhooks,
+        conversions=declared.conversions,
         zygote=zygote,
     )
     try:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
+from ansible_operator.conversion.kinds import KindConversion
 from ansible_operator.lint import yaml_nodes as y
 from ansible_operator.project.watches import Watch
 from ansible_operator.project.webhook_entries import Webhook
@@ -69,6 +70,7 @@ def targets_of(
     directory: Path,
     env: Mapping[str, str],
     webhooks: Iterable[Webhook] = (),
+    conversions: Iterable[KindConversion] = (),
 ) -> Targets:
     targets = Targets()
     roles: list[Path] = []
@@ -78,6 +80,12 @@ def targets_of(
         if watch.finalizer:
             runs.append((watch.finalizer.role, watch.finalizer.playbook, None))
     runs += [(webhook.role, webhook.playbook, webhook) for webhook in webhooks]
+    runs += [
+        (version.role.role, version.role.playbook, None)
+        for conversion in conversions
+        for version in conversion.versions
+        if version.role is not None
+    ]
     for role, playbook, webhook in runs:
         # A playbook wins over a role, as when it runs.
         target = playbook or role

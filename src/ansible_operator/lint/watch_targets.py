@@ -47,7 +47,9 @@ def load_reading_on(
     loader = _ReadingOn(path, env, cwd)
     text = path.read_text(encoding="utf-8")
     try:
-        loaded: WatchesFile | None = WatchesFile(loader.load(text), loader.webhooks)
+        loaded: WatchesFile | None = WatchesFile(
+            loader.load(text), loader.webhooks, loader.conversions
+        )
         problems = []
     except WatchesError as failure:
         loaded, problems = None, list(failure.problems)

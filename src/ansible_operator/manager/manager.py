@@ -66,7 +66,7 @@ from ansible_operator.observability.loop_watchdog import LoopWatchdog
 from ansible_operator.observability.metrics import Metrics
 from ansible_operator.observability.tracing import OFF, Tracing, from_environment
 from ansible_operator.project.watch_admission import WatchAdmission
-from ansible_operator.project.watches import Watch, Webhook
+from ansible_operator.project.watches import KindConversion, Watch, Webhook
 from ansible_operator.proxy.server import ApiProxy
 from ansible_operator.reconciler.annotations import queue_priority
 from ansible_operator.reconciler.ansible_reconciler import AnsibleReconciler, Shared
@@ -103,10 +103,12 @@ class Manager:
         connect: Callable[[str | None], KubeConfig],
         webhooks: list[Webhook] | None = None,
         zygote: WarmZygote | None = None,  # forked by the command, to make the warm runner of
+        conversions: list[KindConversion] | None = None,
     ) -> None:
         self.watches = watches
         self.zygote = zygote
         self.webhooks = webhooks or []
+        self.conversions = conversions or []
         self.webhook_service: WebhookService | None = None
         self.settings = settings
         # The command chooses where the cluster comes from (cluster.connect_config
@@ -261,7 +263,7 @@ class Manager:
                 await self._say_whom_we_act_as(api)
             await self._start_serving(started, api, scratch)
             host = await self._start_run_path(started, config, api, scratch)
-            if self.webhooks:
+            if self.webhooks or self.conversions:
                 await self._start_webhooks(api, scratch, host)
                 started.push_async_callback(self._stop_webhooks)
             addresses_file = self.settings.health.bound_addresses_file
@@ -513,6 +515,7 @@ class Manager:
             host=host,
             metrics=self.metrics,
             scratch=scratch,
+            conversions=self.conversions,
         )
         await self.webhook_service.start(api)
 
@@ -530,10 +533,17 @@ class Manager:
         )
 
     def _run_targets(self) -> list[dict[str, str]]:
-        """Every role and playbook the watches run (finalizers included)."""
+        """Every role and playbook the watches run (finalizers, webhooks and
+        conversions included)."""
         pairs = [(watch.role, watch.playbook) for watch in self.watches]
         pairs += [(w.finalizer.role, w.finalizer.playbook) for w in self.watches if w.finalizer]
         pairs += [(webhook.role, webhook.playbook) for webhook in self.webhooks]
+        pairs += [
+            (version.role.role, version.role.playbook)
+            for conversion in self.conversions
+            for version in conversion.versions
+            if version.role is not None
+        ]
         targets: list[dict[str, str]] = []
         for role, playbook in pairs:
             if playbook is not None:  # a playbook wins over a role, as in a run

@@ -155,6 +155,27 @@ class Metrics:
             ["webhook", "status"],
             registry=r,
         )
+        # Conversion webhooks (watches.yaml `- conversion:`): reviews answered, objects.
+        self.conversion_reviews = Counter(
+            "ansible_operator_conversion_reviews",
+            "ConversionReviews answered, by kind (KIND.GROUP), the version asked for and "
+            "result (succeeded, or failed: refused with a message naming the entry)",
+            ["kind", "version", "result"],
+            registry=r,
+        )
+        self.conversion_objects = Counter(
+            "ansible_operator_conversion_objects",
+            "Objects converted, by kind (KIND.GROUP) and how (fieldMap, role)",
+            ["kind", "how"],
+            registry=r,
+        )
+        self.conversion_seconds = Histogram(
+            "ansible_operator_conversion_seconds",
+            "Time to answer a ConversionReview, body read to answer written, by kind and how",
+            ["kind", "how"],
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30),
+            registry=r,
+        )
         # A ring of replicas (sharding/ring.py): this replica's part of it.
         self.shard_members = Gauge(
             "ansible_operator_shard_members",

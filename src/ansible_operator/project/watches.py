@@ -20,8 +20,10 @@ from typing import Any
 
 import yaml
 
+from ansible_operator.conversion.kinds import KindConversion
 from ansible_operator.kube.selectors import label_predicate
 from ansible_operator.kube.types import GVK
+from ansible_operator.project import conversion_entries
 from ansible_operator.project.role_search import role_candidates, role_not_found
 from ansible_operator.project.watch_fields import (
     EnvOverride,
@@ -38,6 +40,7 @@ from ansible_operator.settings.runs import MIN_RECONCILE_PERIOD
 __all__ = [
     "GVK",
     "Finalizer",
+    "KindConversion",
     "LabelSelector",
     "Watch",
     "WatchesError",
@@ -281,10 +284,12 @@ def templated_cluster_data(watches: Iterable[Watch]) -> list[str]:
 
 @dataclass(frozen=True)
 class WatchesFile:
-    """Everything a watches file declares: its watches and its admission webhooks."""
+    """Everything a watches file declares: its watches, its admission webhooks and its
+    kinds' conversions between versions."""
 
     watches: list[Watch]
     webhooks: list[Webhook]
+    conversions: list[KindConversion] = field(default_factory=list)
 
 
 def load_watches_file(
@@ -297,7 +302,7 @@ def load_watches_file(
     text = path.read_text(encoding="utf-8")
     loader = _Loader(path, env, cwd)
     watches = loader.load(text)
-    return WatchesFile(watches, loader.webhooks)
+    return WatchesFile(watches, loader.webhooks, loader.conversions)
 
 
 def load_watches(
@@ -322,6 +327,7 @@ class _Loader(NodeReader):
         self.env = env
         self.cwd = cwd
         self.webhooks: list[Webhook] = []
+        self.conversions: list[KindConversion] = []
 
     def expand_nodes(self, node: yaml.Node, seen: set[int] | None = None) -> None:
         # Each node once: an aliased one is shared, and expanded only once.
@@ -468,6 +474,9 @@ class _Loader(NodeReader):
             if is_webhook_entry(entry):
                 self.webhook(entry)
                 continue
+            if conversion_entries.is_conversion_entry(entry):
+                self.conversion(entry)
+                continue
             watch = self.watch(entry)
             if watch is None:
                 continue
@@ -546,6 +555,20 @@ class _Loader(NodeReader):
                 )
                 return
         self.webhooks.append(webhook)
+
+    def conversion(self, entry: yaml.MappingNode) -> None:
+        conversion = conversion_entries.read_entry(self, entry)
+        if conversion is None:
+            return
+        for other in self.conversions:
+            if (other.group, other.kind) == (conversion.group, conversion.kind):
+                self.error(
+                    entry,
+                    f"duplicate conversion of {conversion.kind}.{conversion.group}: already "
+                    f"declared at {other.source}",
+                )
+                return
+        self.conversions.append(conversion)
 
     def label_selector(self, node: yaml.Node, name: str) -> dict[str, Any] | None:
         """A selector as Kubernetes objects carry it (webhooks' namespaceSelector...)."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import copy
+import json
 import re
 import sys
 import textwrap
@@ -232,6 +234,10 @@ def create_api(
     name = snake_name(kind)
     plural = plural_of(kind)
     _check_not_watched(directory, full_group, version, kind)
+    watched = [found for found in _watched(directory) if _same_kind(found, full_group, kind)]
+    if watched:
+        add_version(directory, project_text, project, group, version, kind, hub=watched[0][1])
+        return
 
     project_name = str(project.get("projectName") or default_project_name(directory))
     values = {
@@ -289,6 +295,182 @@ def create_api(
     for relative, text in edits.items():
         if text is not None:
             out.update(relative, text)
+
+
+def _same_kind(found: tuple[str, str, str], group: str, kind: str) -> bool:
+    return found[0] == group and found[2].lower() == kind.lower()
+
+
+# -- a second version of a kind ---------------------------------------------------------
+
+WEBHOOK_SERVICE_FILE = "config/webhook/service.yaml"
+WEBHOOK_KUSTOMIZATION = "config/webhook/kustomization.yaml"
+WEBHOOK_RBAC_FILE = "config/rbac/webhook.yaml"
+DEFAULT_KUSTOMIZATION = "config/default/kustomization.yaml"
+RBAC_KUSTOMIZATION = "config/rbac/kustomization.yaml"
+
+
+def add_version(
+    directory: Path,
+    project_text: str,
+    project: dict[str, Any],
+    group: str,
+    version: str,
+    kind: str,
+    *,
+    hub: str,
+) -> None:
+    """`version` added to a kind the project watches at `hub`: the CRD gains it (served,
+    not stored, the hub's schema to start from) and the conversion stanza that calls the
+    operator's webhook Service; watches.yaml a `- conversion:` entry with a fieldMap to
+    edit; a sample; and, once per project, the Service (config/webhook/), the Secret the
+    CA is kept in (RBAC), and the rule to keep the CRD's stanza."""
+    domain = str(project["domain"])
+    full_group = f"{group}.{domain}"
+    name = snake_name(kind)
+    plural = plural_of(kind)
+    project_name = str(project.get("projectName") or default_project_name(directory))
+    crd_file = Path("config/crd/bases") / f"{full_group}_{plural}.yaml"
+    crd_path = directory / crd_file
+    if not crd_path.exists():
+        raise ScaffoldError(
+            f"{kind} is watched at {hub} but {crd_file} is missing; nothing written"
+        )
+    crd_text = crd_path.read_text(encoding="utf-8")
+    try:
+        crd = yaml.safe_load(crd_text)
+        versions = crd["spec"]["versions"]
+        base = next(v for v in versions if v.get("name") == hub)
+    except (yaml.YAMLError, KeyError, TypeError, StopIteration):
+        raise ScaffoldError(
+            f"{crd_file} is no CRD with version {hub}; add {version} to it yourself"
+        ) from None
+    if any(v.get("name") == version for v in versions):
+        raise ScaffoldError(f"{crd_file} already has version {version}; nothing written")
+    if _converted(directory, full_group, kind):
+        raise ScaffoldError(
+            f"watches.yaml already converts {kind}: add `- version: {version}` with its "
+            "fieldMap to that entry's versions, and the version to "
+            f"{crd_file} (served: true, storage: false); nothing written"
+        )
+    values = {
+        "project": project_name,
+        "group": full_group,
+        "short_group": group,
+        "version": version,
+        "hub": hub,
+        "kind": kind,
+        "name": name,
+        "name_lower": kind.lower(),
+        "plural": plural,
+    }
+    new_version = {**copy.deepcopy(base), "name": version, "served": True, "storage": False}
+    versions.append(new_version)
+    crd["spec"]["conversion"] = json.loads(
+        Template(json.dumps(t.CONVERSION_STANZA)).substitute(values)
+    )
+    leading = "".join(
+        line for line in crd_text.splitlines(keepends=True)[:50] if line.startswith("#")
+    )
+    new_crd = (
+        leading
+        + _render(t.CRD_CONVERSION_COMMENT, **values)
+        + yaml.safe_dump(crd, sort_keys=False, width=96)
+    )
+    conversion = {
+        "conversion": {
+            "group": full_group,
+            "kind": kind,
+            "hub": hub,
+            "versions": [
+                {"version": version, "fieldMap": [{"hub": "spec.size", "spoke": "spec.size"}]}
+            ],
+        }
+    }
+    comment = textwrap.fill(_render(t.CONVERSION_COMMENT, **values), width=86)
+    sample_file = f"{group}_{version}_{name}.yaml"
+    resource = {
+        "domain": domain,
+        "group": group,
+        "version": version,
+        "kind": kind,
+        "plural": plural,
+        "conversion": {"hub": hub},
+    }
+    crd_name = f"{plural}.{full_group}"
+    edits: dict[Path, str | None] = {
+        Path("watches.yaml"): _edit(
+            directory, "watches.yaml", conversion, key=None, comment=comment
+        ),
+        crd_file: new_crd,
+        Path(SAMPLES_KUSTOMIZATION): _kustomization_edit(
+            directory, SAMPLES_KUSTOMIZATION, t.SAMPLES_KUSTOMIZATION, sample_file
+        ),
+        Path(PROJECT_FILE): _append(PROJECT_FILE, project_text, resource, key="resources"),
+        Path(DEFAULT_KUSTOMIZATION): _kustomization_edit(
+            directory, DEFAULT_KUSTOMIZATION, t.DEFAULT_KUSTOMIZATION, "../webhook"
+        ),
+        Path(RBAC_KUSTOMIZATION): _kustomization_edit(
+            directory, RBAC_KUSTOMIZATION, t.RBAC_KUSTOMIZATION, "webhook.yaml"
+        ),
+        ROLE_FILE: _crd_rbac_edit(directory, project_name, crd_name, f"{kind} conversions"),
+    }
+    out = _Writer(directory)
+    out.write(WEBHOOK_SERVICE_FILE, _render(t.WEBHOOK_SERVICE, **values))
+    out.write(WEBHOOK_KUSTOMIZATION, t.WEBHOOK_KUSTOMIZATION)
+    out.write(WEBHOOK_RBAC_FILE, _render(t.WEBHOOK_RBAC, **values))
+    out.write(f"config/samples/{sample_file}", _render(t.SAMPLE, **values))
+    for relative, text in edits.items():
+        if text is not None:
+            out.update(relative, text)
+    print(
+        f"next: edit the fieldMap of {kind} {version} in watches.yaml and {version}'s schema "
+        f"in {crd_file}; `ansible-operator check` tells what the API server could not convert"
+    )
+
+
+def _converted(directory: Path, group: str, kind: str) -> bool:
+    try:
+        entries = yaml.safe_load((directory / "watches.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return False
+    return any(
+        isinstance(entry, dict)
+        and isinstance(entry.get("conversion"), dict)
+        and entry["conversion"].get("group") == group
+        and str(entry["conversion"].get("kind", "")).lower() == kind.lower()
+        for entry in entries or []
+    )
+
+
+def _crd_rbac_edit(directory: Path, project: str, crd_name: str, about: str) -> str | None:
+    """The rule to follow and patch one CRD (its conversion stanza), appended."""
+    path = directory / ROLE_FILE
+    text = path.read_text(encoding="utf-8") if path.exists() else _render(t.ROLE, project=project)
+    try:
+        role = next((d for d in yaml.safe_load_all(text) if is_cluster_role(d)), None)
+    except yaml.YAMLError as error:
+        raise ScaffoldError(f"{path} is not valid YAML: {error}") from None
+    if role is None:
+        print(
+            f"warning: no ClusterRole in {ROLE_FILE}; let it get, list, watch and patch {crd_name}"
+        )
+        return None
+    for rule in role.get("rules") or []:
+        if (
+            "apiextensions.k8s.io" in (rule.get("apiGroups") or [])
+            and "customresourcedefinitions" in (rule.get("resources") or [])
+            and crd_name in (rule.get("resourceNames") or [crd_name])
+            and {"get", "list", "watch", "patch"} <= set(rule.get("verbs") or [])
+        ):
+            return None
+    rule = {
+        "apiGroups": ["apiextensions.k8s.io"],
+        "resources": ["customresourcedefinitions"],
+        "resourceNames": [crd_name],
+        "verbs": ["get", "list", "watch", "patch"],
+    }
+    return _append(ROLE_FILE, text, rule, key="rules", document=is_cluster_role, comment=about)
 
 
 def _append(label: str | Path, text: str, item: Any, **where: Any) -> str:

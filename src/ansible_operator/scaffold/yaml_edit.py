@@ -56,7 +56,7 @@ def render_item(item: Any, indent: int, comment: str | None = None) -> list[str]
     text = yaml.dump(item, Dumper=_ItemDumper, sort_keys=False, width=10_000)
     body = [line for line in text.splitlines() if line != "..."]
     pad = " " * indent
-    lines = [f"{pad}# {comment}\n"] if comment else []
+    lines = [f"{pad}# {part}\n" for part in comment.splitlines()] if comment else []
     lines.append(f"{pad}- {body[0]}\n")
     lines += [f"{pad}  {line}\n" for line in body[1:]]
     return lines

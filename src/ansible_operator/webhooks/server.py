@@ -1,7 +1,9 @@
-"""The HTTPS server the API server sends AdmissionReviews to: one path per webhook.
+"""The HTTPS server the API server sends AdmissionReviews and ConversionReviews to.
 
 `POST /mutate/<name>` or `/validate/<name>` takes an `admission.k8s.io/v1` AdmissionReview
-and answers one. A body that is no review is a 400 (one nested too deep to read included,
+and answers one; `POST /convert/<kind>.<group>` an `apiextensions.k8s.io/v1`
+ConversionReview (conversions.py; its own, higher rate per client: a conversion costs no
+run). A body that is no review is a 400 (one nested too deep to read included,
 never a traceback); a path of no webhook, a 404; their bodies say no more (the caller may
 be anyone: what was wrong goes to the operator's log). A client past its rate, or whose
 wait for a run slot is full, gets a 429 at once (admission_limits.py); a client is its
@@ -21,17 +23,24 @@ from typing import Any
 
 from aiohttp import web
 
+from ansible_operator.conversion import review as conversion_review
 from ansible_operator.observability.metrics import Metrics
 from ansible_operator.project.webhook_entries import Webhook
 from ansible_operator.serving.http_limits import GuardedAppRunner, GuardedSite, ThrottledWarning
 from ansible_operator.serving.http_malformed import StrictAppRunner
 from ansible_operator.webhooks.admission_limits import PeerRate, SlotsBusy
+from ansible_operator.webhooks.conversions import ConversionEndpoint
 from ansible_operator.webhooks.review import AdmissionRequest, ReviewError, parse_review
 
 log = logging.getLogger("ansible_operator.webhooks")
 
 # Two objects of the API server's largest (3 MiB, with an old one for UPDATE), and room.
 MAX_BODY = 16 * 2**20
+# A ConversionReview carries a whole list the API server serves in another version.
+CONVERSION_MAX_BODY = 64 * 2**20
+# Conversions cost no run: the API server sends one per list and per watch event of a
+# version other than the storage one, far more than admission reviews.
+CONVERSION_RATE, CONVERSION_BURST = 500.0, 1000
 # The peer's address (as the server saw the connection), for rate limits and fairness.
 Admit = Callable[[Webhook, AdmissionRequest, str], Awaitable[dict[str, Any]]]
 
@@ -47,8 +56,11 @@ class WebhookServer:
         rate: PeerRate | None = None,
         *,
         metrics: Metrics | None = None,
+        conversions: ConversionEndpoint | None = None,
     ) -> None:
         self.webhooks = {webhook.path: webhook for webhook in webhooks}
+        self.conversions = conversions
+        self.conversion_rate = PeerRate(CONVERSION_RATE, CONVERSION_BURST)
         self.admit = admit
         self.tls = tls
         self.host = host
@@ -65,8 +77,12 @@ class WebhookServer:
         self._runner: GuardedAppRunner | None = None
 
     async def start(self) -> tuple[str, int]:
-        app = web.Application(client_max_size=MAX_BODY)
+        app = web.Application(
+            client_max_size=CONVERSION_MAX_BODY if self.conversions is not None else MAX_BODY
+        )
         app.router.add_post("/{kind:mutate|validate}/{name}", self._handle)
+        if self.conversions is not None:
+            app.router.add_post("/convert/{name}", self._convert)
         self._runner = StrictAppRunner(app, "webhook")
         await self._runner.setup()
         site = GuardedSite(self._runner, self.host, self.port, tls=self.tls)
@@ -75,7 +91,9 @@ class WebhookServer:
         log.info(
             "webhook server listening address=%s webhooks=%s",
             self.bound,
-            ",".join(sorted(self.webhooks)),
+            ",".join(
+                sorted([*self.webhooks, *(self.conversions.by_path if self.conversions else ())])
+            ),
         )
         return self.bound
 
@@ -106,6 +124,64 @@ class WebhookServer:
         except SlotsBusy as busy:
             return self._too_many(webhook, peer, str(busy), 1.0)
         return web.Response(body=json.dumps(review).encode(), content_type="application/json")
+
+    async def _convert(self, request: web.Request) -> web.Response:
+        assert self.conversions is not None
+        kind = self.conversions.by_path.get(request.path)
+        if kind is None:
+            return web.Response(status=404, text="no conversion is served at this path\n")
+        peer = client_of(request)
+        name = f"convert/{kind.declared.kind}.{kind.declared.group}"
+        wait = self.conversion_rate.retry_after(peer)
+        if wait is not None:
+            self.throttled += 1
+            self._count_refused_name(name, 429)
+            self._throttle_warning.warning(
+                "conversion requests refused (429) kind=%s peer=%s refused=%d",
+                name,
+                peer,
+                self.throttled,
+            )
+            return web.Response(
+                status=429,
+                headers={"Retry-After": str(max(1, math.ceil(wait)))},
+                text="too many conversion requests from this client\n",
+            )
+        try:
+            parsed = conversion_review.parse_review(await request.read())
+        except (RecursionError, conversion_review.ReviewError) as error:
+            self.unreadable += 1
+            self._count_refused_name(name, 400)
+            self._unreadable_warning.warning(
+                "conversion requests refused (400) kind=%s peer=%s because=%r refused=%d",
+                name,
+                peer,
+                str(error)
+                if isinstance(error, ReviewError | conversion_review.ReviewError)
+                else "it nests too deep",
+                self.unreadable,
+            )
+            return web.Response(status=400, text="not a ConversionReview this webhook can read\n")
+        try:
+            answer = await self.conversions.answer(kind, parsed, peer)
+        except SlotsBusy as busy:
+            self.throttled += 1
+            self._count_refused_name(name, 429)
+            self._throttle_warning.warning(
+                "conversion requests refused (429) kind=%s peer=%s because=%r refused=%d",
+                name,
+                peer,
+                str(busy),
+                self.throttled,
+            )
+            return web.Response(
+                status=429, headers={"Retry-After": "1"}, text="too many conversion requests\n"
+            )
+        return web.Response(body=json.dumps(answer).encode(), content_type="application/json")
+
+    def _count_refused_name(self, name: str, status: int) -> None:
+        if self.metrics is not None:
+            self.metrics.webhook_refused.labels(name, str(status)).inc()
 
     def _unreadable(self, webhook: Webhook, peer: str, error: ReviewError) -> web.Response:
         self.unreadable += 1

@@ -24,6 +24,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ansible_operator.conversion.converter import Converter
+from ansible_operator.conversion.kinds import KindConversion
 from ansible_operator.kube.client import ApiClient
 from ansible_operator.observability.metrics import Metrics
 from ansible_operator.project.reserved_vars import RefusedData
@@ -41,6 +43,9 @@ from ansible_operator.webhooks.admission_limits import FairSlots, SlotsBusy
 from ansible_operator.webhooks.admission_log import AdmissionSummary
 from ansible_operator.webhooks.answer import RunOutcome, decide
 from ansible_operator.webhooks.configurations import Endpoint
+from ansible_operator.webhooks.conversion_runs import ConversionRunner
+from ansible_operator.webhooks.conversions import ConversionEndpoint
+from ansible_operator.webhooks.crd_conversion import CrdConversions, Followed
 from ansible_operator.webhooks.review import AdmissionRequest, admission_vars, review_answer
 from ansible_operator.webhooks.rotation import CertificateRotation, now_utc
 from ansible_operator.webhooks.runs import AdmissionRunner
@@ -111,8 +116,12 @@ class WebhookService:
         metrics: Metrics,
         scratch: Path,
         pod_namespace: str | None = None,  # None: this Pod's, when in a cluster
+        conversions: Sequence[KindConversion] = (),
     ) -> None:
         self.webhooks = list(webhooks)
+        self.conversions = [Followed(each, Converter(each)) for each in conversions]
+        self.crds: CrdConversions | None = None
+        self._conversion_runner: ConversionRunner | None = None
         self.settings = settings
         self.host = host
         self.metrics = metrics
@@ -125,12 +134,20 @@ class WebhookService:
         self._server: WebhookServer | None = None
         self._renewals: asyncio.Task[None] | None = None
         self._remove_on_stop = False
+        self._loopback = False  # served at a loopback URL this process chose
         self._summary = AdmissionSummary()
         self._summaries: asyncio.Task[None] | None = None
 
     async def start(self, api: ApiClient) -> None:
         bind = parse_bind_address(self.settings.webhooks.bind_address)
-        if bind is None or not self.webhooks:
+        if bind is None:
+            if self.conversions:
+                log.warning(
+                    "conversions declared in watches.yaml are not served: "
+                    "--webhook-bind-address=0 (reading their kinds in other versions fails)"
+                )
+            return
+        if not (self.webhooks or self.conversions):
             return
         where = placement(self.settings, self.pod_namespace)
         lifetimes = tls.Lifetimes.from_environment()
@@ -145,14 +162,35 @@ class WebhookService:
         self._api = api
         cap = self.settings.webhooks.max_concurrent_runs or 2 * (os.cpu_count() or 1)
         self._runner = AdmissionRunner(settings=self.settings, host=self.host, slots=FairSlots(cap))
+        endpoint = None
+        if self.conversions:
+            if any(v.role is not None for each in self.conversions for v in each.declared.versions):
+                self._conversion_runner = ConversionRunner(
+                    settings=self.settings, host=self.host, slots=FairSlots(cap)
+                )
+            endpoint = ConversionEndpoint(
+                self.conversions, metrics=self.metrics, runner=self._conversion_runner
+            )
         self._server = WebhookServer(
-            self.webhooks, self._admit, serving.context, *bind, metrics=self.metrics
+            self.webhooks,
+            self._admit,
+            serving.context,
+            *bind,
+            metrics=self.metrics,
+            conversions=endpoint,
         )
         self.bound = await self._server.start()
         self._summaries = asyncio.create_task(self._summary.run())
         if serving.watched:
             self._renewals = asyncio.create_task(serving.follow_renewals())
         self.endpoint = where.endpoint or Endpoint(url=f"https://{LOOPBACK}:{self.bound[1]}")
+        self._loopback = where.endpoint is None
+        if self.conversions:
+            # Before the controllers list: objects stored in another version need us.
+            self.crds = CrdConversions(
+                api, self.conversions, manage=self.settings.webhooks.manage_configurations
+            )
+            await self.crds.start(self.endpoint, serving.ca_bundle)
         if not self.settings.webhooks.manage_configurations:
             log.info(
                 "webhook configurations left to the manifests "
@@ -166,13 +204,18 @@ class WebhookService:
                 "injector, or whoever ships the configurations, must add it)",
                 self.settings.webhooks.cert_dir,
             )
-        self._remove_on_stop = where.endpoint is None
-        await configurations.remove_stale_configurations(
-            api, configuration_name(self.settings), self.endpoint
-        )
-        await configurations.sync_configurations(
-            api, configuration_name(self.settings), self.webhooks, self.endpoint, serving.ca_bundle
-        )
+        if self.webhooks:
+            self._remove_on_stop = where.endpoint is None
+            await configurations.remove_stale_configurations(
+                api, configuration_name(self.settings), self.endpoint
+            )
+            await configurations.sync_configurations(
+                api,
+                configuration_name(self.settings),
+                self.webhooks,
+                self.endpoint,
+                serving.ca_bundle,
+            )
         self._rotate(api, serving, where.names, lifetimes, managed=True)
 
     def _rotate(
@@ -191,8 +234,15 @@ class WebhookService:
         name, endpoint, webhooks = configuration_name(self.settings), self.endpoint, self.webhooks
         assert endpoint is not None
 
+        crds = self.crds
+
         async def apply_bundle(bundle: bytes) -> bool:
-            return await configurations.apply_ca_bundle(api, name, webhooks, endpoint, bundle)
+            wrote = False
+            if webhooks:
+                wrote = await configurations.apply_ca_bundle(api, name, webhooks, endpoint, bundle)
+            if crds is not None:
+                wrote |= await crds.apply_ca_bundle(bundle)
+            return wrote
 
         rotation = CertificateRotation(
             serving,
@@ -205,6 +255,16 @@ class WebhookService:
         self._renewals = asyncio.create_task(rotation.run())
 
     async def stop(self) -> None:
+        if self.crds is not None:
+            # The CRDs keep a stanza (crd_conversion.py): no conversion beats a lossy one;
+            # served on loopback, the one they had (kubectl apply of the manifest works).
+            # A client of its own: the manager's may be closed by now.
+            if self._loopback and self._api is not None:
+                with contextlib.suppress(Exception):
+                    async with ApiClient(self._api.config, timeout=10.0) as api:
+                        self.crds.api = api
+                        await self.crds.stop(put_back=True)
+            await self.crds.stop()
         if self._summaries is not None:
             self._summaries.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -228,6 +288,8 @@ class WebhookService:
             await self._server.stop()
         if self._runner is not None:
             await self._runner.stop()
+        if self._conversion_runner is not None:
+            await self._conversion_runner.stop()
 
     async def _admit(
         self, webhook: Webhook, request: AdmissionRequest, peer: str

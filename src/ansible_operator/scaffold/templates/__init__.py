@@ -623,6 +623,90 @@ def test_sample_gets_its_configmap(
     assert obj["status"]["size"] == size
 '''
 
+# A second version of a kind (`create api --version` on a kind the project has).
+CONVERSION_COMMENT = (
+    "${kind} ${version} converts to and from ${hub} (the hub: the version the operator "
+    "watches and its role reads) by this fieldMap, in the operator's process: a rule "
+    "for each field that moves or is renamed ({hub: PATH, spoke: PATH}), splits "
+    "({..., spoke: {PART: PATH}, format: ...}) or gets a default ({hub: PATH, "
+    "default: VALUE}); what ${version} cannot hold travels in an annotation. Or give "
+    "`role:` instead of `fieldMap:` to convert with a role (docs: ansible-operator's "
+    'docs/reference.md, "Conversion webhooks").'
+)
+
+CONVERSION_STANZA = {
+    "strategy": "Webhook",
+    "webhook": {
+        "conversionReviewVersions": ["v1"],
+        "clientConfig": {
+            "service": {
+                "namespace": "${project}-system",
+                "name": "${project}-webhook-service",
+                "path": "/convert/${name_lower}.${group}",
+                "port": 443,
+            }
+        },
+    },
+}
+CRD_CONVERSION_COMMENT = """\
+# ${kind} has several versions: the API server calls the operator to convert
+# them (watches.yaml, `- conversion:`), at the Service config/webhook/ makes. As
+# shipped no caBundle: the operator adds it, from the CA it keeps in the Secret
+# ${project}-webhook-ca, when it starts (and its URL, run outside the cluster).
+# Until an operator has started, reading a version other than the stored one
+# fails rather than losing fields.
+"""
+
+WEBHOOK_SERVICE = """\
+# Where the API server sends the operator's conversion (and admission) reviews:
+# every replica answers. The operator finds this Service by its name,
+# <--leader-election-id>-webhook-service, makes and keeps its CA in the Secret
+# ${project}-webhook-ca and puts the caBundle into the CRDs it converts.
+apiVersion: v1
+kind: Service
+metadata:
+  name: ${project}-webhook-service
+  namespace: ${project}-system
+  labels:
+    app.kubernetes.io/name: ${project}
+spec:
+  selector:
+    app.kubernetes.io/name: ${project}
+  ports:
+    - name: webhook
+      port: 443
+      targetPort: 9443  # --webhook-bind-address (default :9443)
+      protocol: TCP
+"""
+
+WEBHOOK_RBAC = """\
+# What the operator needs to serve conversions: to keep the webhook CA in a
+# Secret of its namespace (the CRDs it converts are in config/rbac/role.yaml).
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: ${project}-webhook-ca
+  namespace: ${project}-system
+rules:
+  - apiGroups: [""]
+    resources: ["secrets"]
+    verbs: ["get", "create", "update"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: ${project}-webhook-ca
+  namespace: ${project}-system
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: ${project}-webhook-ca
+subjects:
+  - kind: ServiceAccount
+    name: ${project}-controller-manager
+    namespace: ${project}-system
+"""
+
 KUSTOMIZATION_HEADER = """\
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
@@ -697,6 +781,17 @@ PROMETHEUS_KUSTOMIZATION = (
     + """\
 resources:
   - monitor.yaml
+"""
+)
+
+WEBHOOK_KUSTOMIZATION = (
+    """\
+# The Service the API server calls the operator's webhooks (conversions) at.
+"""
+    + KUSTOMIZATION_HEADER
+    + """\
+resources:
+  - service.yaml
 """
 )
 
