@@ -161,11 +161,13 @@ def test_deleting_the_owner_garbage_collects_its_dependents(
     )
 
 
-def test_fifty_objects_at_once_each_own_their_own_dependents(
+def test_objects_created_at_once_each_own_their_own_dependents(
     operator: OperatorProcess, kube_api: client.ApiClient, kube_namespace: str
 ) -> None:
+    # Ten times the workers a two-core machine gives a watch: runs overlap at every step
+    # of the proxy's marking.
     uids = {}
-    for index in range(50):
+    for index in range(20):
         uids[f"s{index}"] = stack(kube_api, kube_namespace, f"s{index}")["metadata"]["uid"]
 
     def all_done() -> bool:
@@ -178,7 +180,7 @@ def test_fifty_objects_at_once_each_own_their_own_dependents(
                 return False
         return True
 
-    eventually(all_done, timeout=600, interval=2, what="50 Stacks Successful")
+    eventually(all_done, timeout=600, interval=2, what="20 Stacks Successful")
     for name, uid in uids.items():
         references = deployment(kube_api, kube_namespace, name).metadata.owner_references
         assert [(r.name, r.uid) for r in references] == [(name, uid)]
