@@ -1,6 +1,6 @@
 """A watches.yaml of 500 kinds, 499 of which the API server does not serve:
 the served one is reconciled at once, the others cost one discovery per look
-(not one a second; the looks' backoff schedule is tests/unit/test_unserved_kinds.py),
+(not one a second; the looks' backoff schedule is tests/unit/test_unserved_kinds_backoff.py),
 each is logged once, and one whose CRD is installed later is watched without a
 restart."""
 
