@@ -126,6 +126,8 @@ def test_a_failing_reconcile_exits_non_zero_with_the_task_message(
     assert 'FAILED: task "Fail when asked to" (' in result.stdout  # its file:line, then
     assert ") failed: disk full" in result.stdout
     assert "Failure            True" in result.stdout
+    # Said by the run, the conditions and the verdict: not again by the operator's log line.
+    assert "reconcile failed kind=Greeting" not in result.stderr, result.stderr
 
 
 def test_a_preview_writes_nothing_and_shows_the_change_without_bookkeeping(

@@ -459,8 +459,15 @@ async def _reconcile(
         return 0 if result.succeeded else 1
 
 
+def _not_the_failure_again(record: logging.LogRecord) -> bool:
+    """The operator's own line for a failed reconcile: the command prints the run's
+    failure, the conditions and its verdict already, and one more copy only buries them."""
+    return not str(record.msg).startswith("reconcile failed ")
+
+
 def reconcile(args: argparse.Namespace) -> int:
     logs.configure(logging.WARNING)
+    logging.getLogger("ansible_operator.controller").addFilter(_not_the_failure_again)
     try:
         return asyncio.run(reconcile_once(args))
     except (ReconcileError, WatchesError, KubeConfigError) as error:
