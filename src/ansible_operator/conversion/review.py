@@ -12,10 +12,10 @@ value of the objects.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from ansible_operator.serving.reviews import review_request
 
 REVIEW_API_VERSION = "apiextensions.k8s.io/v1"
 
@@ -40,23 +40,7 @@ class ConversionRequest:
 
 
 def parse_review(body: bytes) -> ConversionRequest:
-    try:
-        review = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise ReviewError(f"the body is not JSON: {error}") from None
-    if not isinstance(review, Mapping):
-        raise ReviewError("the body is not a JSON object")
-    if review.get("kind") != "ConversionReview" or review.get("apiVersion") != REVIEW_API_VERSION:
-        raise ReviewError(
-            f"expected kind ConversionReview, apiVersion {REVIEW_API_VERSION}; got kind "
-            f"{review.get('kind')!r}, apiVersion {review.get('apiVersion')!r}"
-        )
-    request = review.get("request")
-    if not isinstance(request, Mapping):
-        raise ReviewError("the ConversionReview has no request")
-    uid = request.get("uid")
-    if not isinstance(uid, str) or not uid:
-        raise ReviewError("request.uid is missing")
+    request, uid = review_request(body, "ConversionReview", REVIEW_API_VERSION, ReviewError)
     desired = request.get("desiredAPIVersion")
     if not isinstance(desired, str) or "/" not in desired:
         raise ReviewError("request.desiredAPIVersion must be GROUP/VERSION")

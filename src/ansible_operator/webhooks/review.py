@@ -13,7 +13,6 @@ The webhook's own ``vars`` are the operator author's and stay templated.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +21,7 @@ from ansible_operator.project import admission, ansible_view, reserved_vars
 from ansible_operator.project.admission import RunVariables
 from ansible_operator.project.ansible_view import ExtraVars
 from ansible_operator.project.webhook_entries import Webhook
+from ansible_operator.serving.reviews import review_request
 
 REVIEW_API_VERSION = "admission.k8s.io/v1"
 
@@ -73,23 +73,7 @@ def _mapping(value: Any, what: str) -> dict[str, Any] | None:
 
 def parse_review(body: bytes) -> AdmissionRequest:
     """The request of an ``admission.k8s.io/v1`` AdmissionReview."""
-    try:
-        review = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise ReviewError(f"the body is not JSON: {error}") from None
-    if not isinstance(review, Mapping):
-        raise ReviewError("the body is not a JSON object")
-    if review.get("kind") != "AdmissionReview" or review.get("apiVersion") != REVIEW_API_VERSION:
-        raise ReviewError(
-            f"expected kind AdmissionReview, apiVersion {REVIEW_API_VERSION}; got kind "
-            f"{review.get('kind')!r}, apiVersion {review.get('apiVersion')!r}"
-        )
-    request = review.get("request")
-    if not isinstance(request, Mapping):
-        raise ReviewError("the AdmissionReview has no request")
-    uid = request.get("uid")
-    if not isinstance(uid, str) or not uid:
-        raise ReviewError("request.uid is missing")
+    request, uid = review_request(body, "AdmissionReview", REVIEW_API_VERSION, ReviewError)
     names = ("kind", "resource", "object", "oldObject", "userInfo", "options")
     fields = {name: request.get(name) for name in names}
     refused = tuple(
