@@ -192,9 +192,6 @@ class Suite:
                 time.sleep(1)  # an environment still being set up
         return all(s.status == "passed" for s in self.stages)
 
-    def blocked(self, stage: Stage) -> bool:
-        return EXCLUSIVE.get(stage.key) in self.held
-
     def start(self, stage: Stage) -> None:
         python = stage.python()
         if python is None:
