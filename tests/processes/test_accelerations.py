@@ -6,6 +6,8 @@ Real ansible-runner and ansible-core, no cluster."""
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
@@ -190,6 +192,7 @@ def fresh_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
     probed only the test's own accelerations."""
     monkeypatch.setattr(acceleration, "_verdicts", {})
     monkeypatch.setattr(acceleration, "_probed", {})
+    monkeypatch.setattr(acceleration, "_pending", {})
 
 
 @pytest.mark.usefixtures("fresh_verdicts")
@@ -216,6 +219,78 @@ def test_a_failing_probe_leaves_only_its_acceleration_off() -> None:
         "unwanted": Verdict(False, acceleration.SWITCHED_OFF),
     }
     assert acceleration.enabled("fine") and not acceleration.enabled("gone")
+
+
+def _waits_for(path: Path, then: Path | None = None) -> Callable[[], str]:
+    """A probe's check in a fork: marks `then`, then waits for `path` (not for ever)."""
+
+    def check() -> str:
+        if then is not None:
+            then.touch()
+        for _ in range(2000):
+            if path.exists():
+                return ""
+            time.sleep(0.005)
+        return f"{path.name} never appeared"
+
+    return check
+
+
+def _fork_probe(check: Callable[[], str]) -> Callable[[], acceleration.ForkCheck]:
+    def conclusion(found: str) -> None:
+        acceleration.require(not found, found)
+
+    return lambda: acceleration.started_in_a_fork(check, conclusion)
+
+
+@pytest.mark.usefixtures("fresh_verdicts")
+def test_probes_checking_in_forks_check_side_by_side(tmp_path: Path) -> None:
+    # Each check answers only once the other one has started: one after the
+    # other, the first would wait in vain.
+    first, second = tmp_path / "first", tmp_path / "second"
+    verdicts = acceleration.probe(
+        [
+            Acceleration("first", "", "", _fork_probe(_waits_for(second, then=first))),
+            Acceleration("second", "", "", _fork_probe(_waits_for(first, then=second))),
+        ]
+    )
+    assert verdicts == {"first": Verdict(True), "second": Verdict(True)}
+
+
+@pytest.mark.usefixtures("fresh_verdicts")
+def test_a_pending_probe_holds_only_the_phases_it_installs_in(tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    installed: list[str] = []
+    late = Acceleration(
+        "late",
+        "",
+        "",
+        _fork_probe(_waits_for(release)),
+        (Install(Phase.PLAYBOOK, lambda _context: installed.append("late")),),
+    )
+    early = Acceleration(
+        "early",
+        "",
+        "",
+        lambda: None,
+        (Install(Phase.WARM_RUNNER, lambda _context: installed.append("early")),),
+    )
+    assert acceleration.probe([late, early], wait=False) == {"early": Verdict(True)}
+    acceleration.install_phase(Phase.WARM_RUNNER, Context())  # would wait in vain for "late"
+    assert installed == ["early"]
+    release.touch()
+    acceleration.settle()
+    assert acceleration.verdict("late") == Verdict(True)
+    acceleration.install_phase(Phase.PLAYBOOK, Context())
+    assert installed == ["early", "late"]
+
+
+@pytest.mark.usefixtures("fresh_verdicts")
+def test_a_check_in_a_fork_that_finds_a_change_leaves_its_acceleration_off() -> None:
+    verdicts = acceleration.probe(
+        [Acceleration("changed", "", "", _fork_probe(lambda: "Strategy._queue_task is gone"))]
+    )
+    assert verdicts == {"changed": Verdict(False, "Strategy._queue_task is gone")}
 
 
 @pytest.mark.usefixtures("fresh_verdicts")

@@ -28,6 +28,7 @@ import os
 import select
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,7 +86,9 @@ class Acceleration:
     name: str
     saves: str  # what it saves, for people reading `doctor`
     relies_on: str  # the private parts it uses, named as their owners name them
-    probe: Callable[[], None]  # raises Unavailable (or anything) when it must stay off
+    # Raises Unavailable (or anything) when it must stay off; may return a
+    # ForkCheck (started_in_a_fork) whose answer it concludes from later.
+    probe: Callable[[], ForkCheck | None]
     # Where it is installed; none: its own code asks `enabled(name)` where it applies.
     installs: tuple[Install, ...] = ()
     needs: tuple[str, ...] = ()  # accelerations without which it is not installed
@@ -114,32 +117,63 @@ SWITCHED_OFF = "switched off (--disable-acceleration)"
 FORK_TIMEOUT = 30.0  # seconds a probe's check in a fork may take (in_a_fork)
 _verdicts: dict[str, Verdict] = {}
 _probed: dict[str, Acceleration] = {}  # in the order probed: the order installed
+_pending: dict[str, ForkCheck] = {}  # probes whose check in a fork has not answered yet
 
 
 def probe(
-    accelerations: Iterable[Acceleration], switched_off: Iterable[str] = ()
+    accelerations: Iterable[Acceleration], switched_off: Iterable[str] = (), *, wait: bool = True
 ) -> dict[str, Verdict]:
-    """Probe each acceleration in this process; remember and return the verdicts."""
+    """Probe each acceleration in this process; remember and return the verdicts.
+    A probe that returns a `ForkCheck` goes on in its fork while the next ones
+    run; with `wait=False` its verdict is left pending, to be concluded where it
+    is first asked for (`verdict`) or by `settle()`: the warm runner's start
+    goes on meanwhile. The verdicts returned are those known now."""
     off = set(switched_off)
-    found: dict[str, Verdict] = {}
     for acceleration in accelerations:
         _probed[acceleration.name] = acceleration
         if acceleration.name in off:
-            found[acceleration.name] = Verdict(False, SWITCHED_OFF)
+            _verdicts[acceleration.name] = Verdict(False, SWITCHED_OFF)
             continue
         try:
-            acceleration.probe()
-        except Unavailable as reason:
-            found[acceleration.name] = Verdict(False, str(reason))
-        except Exception as error:  # a probe must not take the warm runner down
-            found[acceleration.name] = Verdict(False, f"its probe failed: {error!r}")
+            check = acceleration.probe()
+        except Exception as error:
+            _verdicts[acceleration.name] = _failed(error)
         else:
-            found[acceleration.name] = Verdict(True)
-    _verdicts.update(found)
-    return found
+            if isinstance(check, ForkCheck):
+                _pending[acceleration.name] = check
+            else:
+                _verdicts[acceleration.name] = Verdict(True)
+    if wait:
+        settle()
+    names = [acceleration.name for acceleration in _probed.values()]
+    return {name: _verdicts[name] for name in names if name in _verdicts}
+
+
+def _failed(error: Exception) -> Verdict:
+    if isinstance(error, Unavailable):
+        return Verdict(False, str(error))
+    return Verdict(False, f"its probe failed: {error!r}")  # it must not take the runner down
+
+
+def _conclude(name: str) -> None:
+    check = _pending.pop(name)
+    try:
+        check.conclude()
+    except Exception as error:
+        _verdicts[name] = _failed(error)
+    else:
+        _verdicts[name] = Verdict(True)
+
+
+def settle() -> None:
+    """Every probe's check in a fork answered and concluded."""
+    for name in list(_pending):
+        _conclude(name)
 
 
 def verdict(name: str) -> Verdict:
+    if name in _pending:
+        _conclude(name)
     return _verdicts.get(name) or Verdict(False, "not probed")
 
 
@@ -154,12 +188,12 @@ def _wanted(acceleration: Acceleration) -> bool:
 def installers(phase: Phase) -> list[tuple[str, Callable[[Context], object]]]:
     """The installers of `phase` to run in this process: of the accelerations
     probed here and on, in the order probed."""
+    # The phase first: a verdict still pending is waited for only where it matters.
     return [
         (acceleration.name, step.installer)
         for acceleration in _probed.values()
-        if _wanted(acceleration)
         for step in acceleration.installs
-        if step.phase is phase
+        if step.phase is phase and _wanted(acceleration)
     ]
 
 
@@ -199,10 +233,42 @@ def in_a_fork(check: Callable[[], str], timeout: float = FORK_TIMEOUT) -> str:
     initialised plugin loader, a setting changed) stays there, its stdio on
     /dev/null (this process's stdout may be the operator's pipe): what it
     returned ("" when all was as expected), else why it said nothing."""
+    return _answer(*_fork_check(check), timeout)
+
+
+@dataclass
+class ForkCheck:
+    """A probe's check running in a fork (`started_in_a_fork`): `conclude()`
+    waits for its answer and hands it to the probe's conclusion, which raises
+    Unavailable when the acceleration must stay off."""
+
+    pid: int
+    read: int
+    conclusion: Callable[[str], None]
+    timeout: float
+    started: float
+
+    def conclude(self) -> None:
+        left = max(0.0, self.timeout - (time.monotonic() - self.started))
+        self.conclusion(_answer(self.pid, self.read, left))
+
+
+def started_in_a_fork(
+    check: Callable[[], str], conclusion: Callable[[str], None], timeout: float = FORK_TIMEOUT
+) -> ForkCheck:
+    """For probes: `check()` started in a fork (as `in_a_fork`), its answer
+    given to `conclusion` once asked for; the probe returns what this returns,
+    and the warm runner's start goes on while the fork checks."""
+    pid, read = _fork_check(check)
+    return ForkCheck(pid, read, conclusion, timeout, time.monotonic())
+
+
+def _fork_check(check: Callable[[], str]) -> tuple[int, int]:
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover (the fork)
         os.close(read)
+        hits.use(None)  # what a check does is not a use
         answer = "the check said nothing"
         try:
             null = os.open(os.devnull, os.O_RDWR)
@@ -216,6 +282,10 @@ def in_a_fork(check: Callable[[], str], timeout: float = FORK_TIMEOUT) -> str:
                 os.write(write, json.dumps(answer).encode())
             os._exit(0)
     os.close(write)
+    return pid, read
+
+
+def _answer(pid: int, read: int, timeout: float) -> str:
     try:
         ready, _, _ = select.select([read], [], [], timeout)
         data = b""

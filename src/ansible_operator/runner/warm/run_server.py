@@ -236,10 +236,12 @@ def serve(
     for name in WARM_IMPORTS:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
-    acceleration.probe((a for a in ACCELERATIONS if a.side == "runs"), switched_off)
-    verdicts = {a.name: acceleration.verdict(a.name) for a in ACCELERATIONS}
-    counters.reset()  # what the probes did is not a use
+    # Probes that check in a fork answer while this process installs the rest.
+    acceleration.probe((a for a in ACCELERATIONS if a.side == "runs"), switched_off, wait=False)
+    counters.reset()  # what the probes did is not a use (their forks count nothing)
     acceleration.install_phase(Phase.WARM_RUNNER, _context)
+    acceleration.settle()  # before any run is forked: each knows what is on
+    verdicts = {a.name: acceleration.verdict(a.name) for a in ACCELERATIONS}
     # Made when Ansible's settings were read; each run makes (and removes) its own.
     from ansible import constants
 

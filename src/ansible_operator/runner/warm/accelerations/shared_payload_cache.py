@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterable
@@ -29,10 +30,11 @@ from pathlib import Path
 from ansible_operator.runner.warm.acceleration import (
     Acceleration,
     Context,
+    ForkCheck,
     Install,
     Phase,
-    in_a_fork,
     require,
+    started_in_a_fork,
     used,
 )
 
@@ -110,17 +112,23 @@ def roles_identity(roles: list[str]) -> bytes:
     return ("roles:" + json.dumps(sorted(roles))).encode()
 
 
-def probe() -> None:
+def probe() -> ForkCheck:
     """Ansible has the settings the fingerprint reads, and a payload it
     builds (in a fork: the build initialises the plugin loader) lands in
-    DEFAULT_LOCAL_TMP/ansiballz_cache, where `install` links the shared one."""
+    DEFAULT_LOCAL_TMP/ansiballz_cache, where `install` links the shared one.
+    The build takes a quarter of a second: the warm runner's start goes on
+    beside it."""
     from ansible import constants
 
     missing = [name for name in SETTINGS if not hasattr(constants, name)]
     require(not missing, f"ansible.constants has no {', '.join(missing)}")
-    with tempfile.TemporaryDirectory() as scratch:
-        failed = in_a_fork(lambda: _payload_built_in(Path(scratch)))
-    require(not failed, f"ansible no longer caches module payloads in {CACHE_NAME}: {failed}")
+    scratch = Path(tempfile.mkdtemp())
+
+    def conclusion(failed: str) -> None:
+        shutil.rmtree(scratch, ignore_errors=True)
+        require(not failed, f"ansible no longer caches module payloads in {CACHE_NAME}: {failed}")
+
+    return started_in_a_fork(lambda: _payload_built_in(scratch), conclusion)
 
 
 PROBE_MODULE = "#!/usr/bin/python\nfrom ansible.module_utils.basic import AnsibleModule\n"

@@ -48,12 +48,13 @@ from typing import Any
 
 from ansible_operator.runner.warm.acceleration import (
     Acceleration,
+    ForkCheck,
     Install,
     Phase,
     Unavailable,
-    in_a_fork,
     parameters_of,
     require,
+    started_in_a_fork,
     used,
 )
 
@@ -72,7 +73,7 @@ _context_kind: str | None = None
 CONTEXT_KINDS = ("create", "task", "none")
 
 
-def probe() -> None:
+def probe() -> ForkCheck:
     from ansible.inventory.host import Host
     from ansible.playbook.task import Task
     from ansible.plugins.strategy import StrategyBase
@@ -98,7 +99,10 @@ def probe() -> None:
             callable(getattr(getattr(_rpc_host, "AsyncRPCOperation", None), "dispatch", None)),
             "the strategy's RPC requests (ansible._internal._rpc_host) have no dispatch",
         )
-    found = in_a_fork(_rehearse)
+    return started_in_a_fork(_rehearse, _conclude)
+
+
+def _conclude(found: str) -> None:
     require(found in CONTEXT_KINDS, found)
     global _context_kind
     _context_kind = found
