@@ -20,6 +20,7 @@ from ansible_operator.runner.warm.accelerations import (
     compiled_module_sources,
     event_files_whole,
     playbook_in_fork,
+    preloaded_module_utils,
     pty_close_without_delay,
     shared_payload_cache,
     task_inline,
@@ -35,6 +36,7 @@ def fresh_verdicts(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """This process's verdicts, as in a warm process that probed only the test's."""
     monkeypatch.setattr(acceleration, "_verdicts", {})
     monkeypatch.setattr(acceleration, "_probed", {})
+    monkeypatch.setattr(acceleration, "_pending", {})
     monkeypatch.setattr(task_inline, "_context_kind", None)
     yield
 
@@ -121,6 +123,41 @@ def test_zipimport_compiling_otherwise_turns_off_compiled_module_sources(
     found = verdict(compiled_module_sources.ACCELERATION)
     assert not found.on
     assert "no longer runs the code _compile_source compiles" in found.why
+
+
+def test_a_module_runner_that_imports_everything_again_turns_off_preloaded_module_utils(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import runpy
+    import sys
+
+    stock = runpy.run_module
+
+    def fresh_imports(
+        mod_name: str, init_globals: Any = None, run_name: Any = None, alter_sys: bool = False
+    ) -> Any:
+        for name in [n for n in sys.modules if n.startswith("ansible_collections")]:
+            del sys.modules[name]
+        return stock(mod_name, init_globals, run_name, alter_sys)
+
+    monkeypatch.setattr(runpy, "run_module", fresh_imports)
+    found = verdict(preloaded_module_utils.ACCELERATION)
+    assert not found.on
+    assert "did not get the preloaded module" in found.why
+
+
+def test_a_module_runner_called_otherwise_turns_off_preloaded_module_utils(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import runpy
+
+    def run_module(name: str, globals_: Any = None, run_name: Any = None) -> Any:
+        raise AssertionError("not called by the probe")
+
+    monkeypatch.setattr(runpy, "run_module", run_module)
+    found = verdict(preloaded_module_utils.ACCELERATION)
+    assert not found.on
+    assert "runpy.run_module takes other arguments" in found.why
 
 
 def test_payloads_cached_elsewhere_turn_off_shared_payload_cache(

@@ -48,10 +48,13 @@ TASKS = """
 - debug:
     msg: "{{ greeted.greeting }}"
 """
+# It imports a module_util of kubernetes.core, as the modules of most roles do.
 MODULE = """
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.kubernetes.core.plugins.module_utils.hashes import sorted_dict
 module = AnsibleModule(argument_spec={"name": {"type": "str"}})
-module.exit_json(changed=False, greeting="the role says " + module.params["name"])
+greeting = sorted_dict({"text": "the role says " + module.params["name"]})["text"]
+module.exit_json(changed=False, greeting=greeting)
 """
 # Loaded before anything else by the warm runner's Python: zipimport's private
 # compile function gets another signature (as a Python release could give it),
@@ -344,4 +347,5 @@ def test_each_phase_installs_what_is_on_and_has_what_it_needs() -> None:
 def test_each_acceleration_is_probed_where_it_is_installed() -> None:
     sides = {a.name: a.side for a in ACCELERATIONS}
     assert sides.pop("compiled-module-sources") == "modules"
+    assert sides.pop("preloaded-module-utils") == "modules"
     assert set(sides.values()) == {"runs"}

@@ -47,6 +47,9 @@ class Phase(enum.Enum):
 
     # The warm module interpreter, once, before it serves: what its forks share.
     MODULE_INTERPRETER = "module interpreter"
+    # The same, in its own process once forked from the warm runner's: what
+    # Ansible's controller side, imported there next, must not find imported.
+    MODULE_SERVER = "module server"
     MODULE = "module"  # each module run, in its fork, before the module runs
     # The warm runner, once, Ansible imported, before it serves: what its forks share.
     WARM_RUNNER = "warm runner"
@@ -57,7 +60,7 @@ class Phase(enum.Enum):
     PLAYBOOK = "playbook"  # each run's ansible-playbook, in its fork, before it plays
 
 
-MODULE_SIDE = (Phase.MODULE_INTERPRETER, Phase.MODULE)
+MODULE_SIDE = (Phase.MODULE_INTERPRETER, Phase.MODULE_SERVER, Phase.MODULE)
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ from ansible_operator.runner.warm import acceleration
 from ansible_operator.runner.warm.acceleration import Context, Phase
 from ansible_operator.runner.warm.accelerations import (
     compiled_module_sources,
+    preloaded_module_utils,
     warm_module_interpreter,
 )
 from ansible_operator.runner.warm.forkserver import listen, serve_forks
@@ -320,8 +321,11 @@ def handle(conn: socket.socket) -> NoReturn:
 
 if __name__ == "__main__":
     die_with_parent()
-    acceleration.probe([compiled_module_sources.ACCELERATION])
+    acceleration.probe(
+        [compiled_module_sources.ACCELERATION, preloaded_module_utils.ACCELERATION], wait=False
+    )
     preload()
+    acceleration.install_phase(Phase.MODULE_SERVER, Context())
     listener = listen(Path(sys.argv[1]))
     print("ready", flush=True)
     serve_forks(listener, handle)

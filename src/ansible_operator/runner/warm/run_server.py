@@ -197,12 +197,16 @@ def _start_module_server(module_socket: Path, switched_off: list[str]) -> None:
     """The warm module interpreter, forked before Ansible's controller side is
     imported here: it has only what modules need, and the Python and
     libraries both load are in memory once."""
-    acceleration.probe((a for a in ACCELERATIONS if a.side == "modules"), switched_off)
+    # A probe that checks in a fork does so while the module interpreter's imports go on.
+    acceleration.probe((a for a in ACCELERATIONS if a.side == "modules"), switched_off, wait=False)
     module_server.preload()
+    acceleration.settle()  # a check's answer is read here, not by both processes
     listener = listen(module_socket)
     gc.freeze()  # our collector must not walk (and so copy) what the fork shares
     if os.fork() == 0:
         die_with_parent()
+        acceleration.install_phase(Phase.MODULE_SERVER, Context())
+        gc.freeze()  # and what it imported since, for the runs' sessions
         serve_forks(listener, module_server.handle)
     listener.close()
 

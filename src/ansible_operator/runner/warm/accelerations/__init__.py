@@ -24,6 +24,7 @@ from ansible_operator.runner.warm.accelerations import (
     payload_prebuild,
     playbook_in_fork,
     plugin_preload,
+    preloaded_module_utils,
     pty_close_without_delay,
     settings_read_once,
     shared_payload_cache,
@@ -46,6 +47,7 @@ ACCELERATIONS: tuple[Acceleration, ...] = (
     warm_module_interpreter.ACCELERATION,
     module_handoff.ACCELERATION,
     compiled_module_sources.ACCELERATION,
+    preloaded_module_utils.ACCELERATION,
     local_tmp_in_process.ACCELERATION,
     worker_gc_freeze.ACCELERATION,
     # After worker-gc-freeze, so that a task run here does not freeze the heap.
