@@ -3,23 +3,77 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import shutil
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-from ansible_operator.cluster import (
-    BuildError,
-    ControlPlaneError,
-    LocalControlPlane,
-    default_state_dir,
-    local_binaries,
+# A subcommand's module is imported when that subcommand runs (or shows its
+# help), not for every command: `run` is ready sooner without scaffold, check,
+# the local cluster's certificates and the `kubernetes` package it never uses.
+Define = Callable[[argparse.ArgumentParser], None]
+
+
+class _Deferred(argparse.ArgumentParser):
+    """A subcommand parser whose arguments are defined on first use: when it
+    parses or prints its usage or help. The top-level help lists it by name
+    and help text alone."""
+
+    def __init__(self, *args: Any, define: Define | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._define = define
+
+    def _defined(self) -> None:
+        define, self._define = self._define, None
+        if define is not None:
+            define(self)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self._defined()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self._defined()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self._defined()
+        return super().format_help()
+
+
+def _arguments(module: str, add: str, func: str) -> Define:
+    """Defines a subcommand with `module`'s `add(parser)`, run by its `func`."""
+
+    def define(parser: argparse.ArgumentParser) -> None:
+        loaded = importlib.import_module(module)
+        getattr(loaded, add)(parser)
+        parser.set_defaults(func=getattr(loaded, func))
+
+    return define
+
+
+# The errors a command reports in one line rather than a traceback, by module:
+# one never imported raised none of them.
+REPORTED_ERRORS = (
+    ("ansible_operator.cluster.build", "BuildError"),
+    ("ansible_operator.cluster.local", "ControlPlaneError"),
+    ("ansible_operator.cluster.host", "HostError"),
+    ("ansible_operator.cluster.images", "ImageError"),
 )
-from ansible_operator.cluster.host import HostError
-from ansible_operator.cluster.images import RECIPES, ImageError
-from ansible_operator.cluster.local import format_feature_gates, parse_feature_gates
-from ansible_operator.cluster.node import NODE_NAME, LocalNode, NodeRecord, node_unavailable_reason
+
+
+def _reported(error: Exception) -> bool:
+    for module, name in REPORTED_ERRORS:
+        loaded = sys.modules.get(module)
+        if loaded is not None and isinstance(error, getattr(loaded, name)):
+            return True
+    return False
 
 
 def _say(message: str) -> None:
@@ -27,6 +81,8 @@ def _say(message: str) -> None:
 
 
 def _feature_gates(text: str) -> dict[str, bool]:
+    from ansible_operator.cluster.local import parse_feature_gates
+
     # argparse shows an ArgumentTypeError's own message, which names the bad pair.
     try:
         return parse_feature_gates(text)
@@ -50,10 +106,16 @@ class _MergeFeatureGates(argparse.Action):
 
 
 def _describe_gates(gates: dict[str, bool]) -> str:
+    from ansible_operator.cluster.local import format_feature_gates
+
     return format_feature_gates(gates) or "none"
 
 
 def cluster_up(args: argparse.Namespace) -> int:
+    from ansible_operator.cluster import LocalControlPlane, local_binaries
+    from ansible_operator.cluster.local import format_feature_gates
+    from ansible_operator.cluster.node import NODE_NAME, LocalNode, node_unavailable_reason
+
     gates = args.feature_gates
     plane = LocalControlPlane(args.state_dir, None)
     if plane.state and any(plane.running().values()):
@@ -103,6 +165,9 @@ def cluster_up(args: argparse.Namespace) -> int:
 
 
 def cluster_status(args: argparse.Namespace) -> int:
+    from ansible_operator.cluster import LocalControlPlane
+    from ansible_operator.cluster.node import NODE_NAME, LocalNode, NodeRecord
+
     plane = LocalControlPlane(args.state_dir, None)
     if plane.state is None:
         print(f"no local control plane recorded in {args.state_dir}")
@@ -137,6 +202,9 @@ def cluster_status(args: argparse.Namespace) -> int:
 
 
 def cluster_down(args: argparse.Namespace) -> int:
+    from ansible_operator.cluster import LocalControlPlane
+    from ansible_operator.cluster.node import LocalNode
+
     plane = LocalControlPlane(args.state_dir, None)
     if plane.state is None:
         print(f"no local control plane recorded in {args.state_dir}")
@@ -158,16 +226,14 @@ def cluster_down(args: argparse.Namespace) -> int:
     return 0
 
 
-# What `cluster images NAME` builds (ImageBuilder.recipe).
-IMAGE_RECIPES = RECIPES
-
-
 def cluster_images(args: argparse.Namespace) -> int:
-    from ansible_operator.cluster.images import ImageBuilder
+    from ansible_operator.cluster import LocalControlPlane
+    from ansible_operator.cluster.images import RECIPES, ImageBuilder
+    from ansible_operator.cluster.node import NODE_NAME, LocalNode
 
-    unknown = sorted(set(args.names) - set(IMAGE_RECIPES))
+    unknown = sorted(set(args.names) - set(RECIPES))
     if unknown:
-        _say(f"no image recipe named {', '.join(unknown)}; known: {', '.join(IMAGE_RECIPES)}")
+        _say(f"no image recipe named {', '.join(unknown)}; known: {', '.join(RECIPES)}")
         return 2
     builder = ImageBuilder(progress=_say)
     built = []
@@ -192,20 +258,23 @@ def demo(args: argparse.Namespace) -> int:
     return run_demo(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="ansible-operator",
-        description="Run Kubernetes operators whose reconcile logic is Ansible roles "
-        "and playbooks.",
-    )
-    from ansible_operator.commands.doctor import PrintVersions, add_doctor_arguments, doctor
+class _PrintVersions(argparse.Action):
+    """`--version`: argparse's own would re-wrap the lines into one paragraph."""
 
-    parser.add_argument("--version", action=PrintVersions)
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show the versions in use and exit")
 
-    cluster = commands.add_parser(
-        "cluster", help="a local Kubernetes control plane for development"
-    )
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from ansible_operator.commands.doctor import version_text
+
+        print(version_text())
+        parser.exit()
+
+
+def _define_cluster(cluster: argparse.ArgumentParser) -> None:
+    from ansible_operator.cluster import default_state_dir
+    from ansible_operator.cluster.images import RECIPES
+
     cluster.add_argument(
         "--state-dir",
         type=Path,
@@ -256,90 +325,100 @@ def build_parser() -> argparse.ArgumentParser:
         "names",
         nargs="*",
         metavar="NAME",
-        help=f"which images: {', '.join(IMAGE_RECIPES)} (default: samples and memcached)",
+        help=f"which images: {', '.join(RECIPES)} (default: samples and memcached)",
     )
     images.set_defaults(func=cluster_images)
-    from ansible_operator.cluster.load import add_load_arguments, cluster_load
-
-    load = actions.add_parser(
+    actions.add_parser(
         "load",
         parents=[state_dir],
+        define=_arguments("ansible_operator.cluster.load", "add_load_arguments", "cluster_load"),
         help="load images into the node's containerd: from ansible-operator's image store, "
         "an OCI or docker archive, or built from a Dockerfile (--build DIR)",
     )
-    add_load_arguments(load)
-    load.set_defaults(func=cluster_load)
     down = actions.add_parser("down", parents=[state_dir], help="stop every process of it")
     down.add_argument("--purge", action="store_true", help="also delete its state directory")
     down.set_defaults(func=cluster_down)
 
-    from ansible_operator.commands.run import add_run_arguments, run
 
-    run_parser = commands.add_parser(
-        "run", help="run the operator described by a watches.yaml (the reference's flags)"
-    )
-    add_run_arguments(run_parser)
-    run_parser.set_defaults(func=run)
-
-    from ansible_operator.commands.reconcile import add_reconcile_arguments, reconcile
-
-    reconcile_parser = commands.add_parser(
-        "reconcile", help="run one object's reconcile once, locally, showing Ansible's output"
-    )
-    add_reconcile_arguments(reconcile_parser)
-    reconcile_parser.set_defaults(func=reconcile)
-
-    from ansible_operator.scaffold.command import add_scaffold_commands
-
-    add_scaffold_commands(commands)
-
-    from ansible_operator.scaffold.bundle import add_bundle_arguments, bundle_command
-
-    bundle_parser = commands.add_parser(
-        "bundle",
-        help="write the project's OLM registry+v1 bundle (bundle/, bundle.Dockerfile) "
-        "and check it as OLM reads it",
-    )
-    add_bundle_arguments(bundle_parser)
-    bundle_parser.set_defaults(func=bundle_command)
-
-    from ansible_operator.commands.check import add_check_arguments, check
-
-    check_parser = commands.add_parser(
-        "check",
-        help="load watches.yaml, roles and playbooks without a cluster and report "
-        "what will fail (ansible-core 2.19 templating changes included)",
-    )
-    add_check_arguments(check_parser)
-    check_parser.set_defaults(func=check)
-
-    from ansible_operator.commands.migrate import add_migrate_arguments, migrate_command
-
-    migrate_parser = commands.add_parser(
-        "migrate",
-        help="rewrite every stored object of a kind in its CRD's storage version, then drop "
-        "the other versions from status.storedVersions (resumable)",
-    )
-    add_migrate_arguments(migrate_parser)
-    migrate_parser.set_defaults(func=migrate_command)
-
-    doctor_parser = commands.add_parser(
-        "doctor",
-        help="show the Python, ansible-core, ansible-runner and kubernetes.core in use "
-        "and which warm-runner accelerations apply to them (and why not)",
-    )
-    add_doctor_arguments(doctor_parser)
-    doctor_parser.set_defaults(func=doctor)
-
-    demo_parser = commands.add_parser(
-        "demo",
-        help="run the sample operators on the local control plane (or KUBECONFIG) "
-        "and show samples reach their final state",
-    )
+def _define_demo(demo_parser: argparse.ArgumentParser) -> None:
     demo_parser.add_argument(
         "--keep", action="store_true", help="leave the local control plane running afterwards"
     )
     demo_parser.set_defaults(func=demo)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ansible-operator",
+        description="Run Kubernetes operators whose reconcile logic is Ansible roles "
+        "and playbooks.",
+    )
+    parser.add_argument("--version", action=_PrintVersions)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Deferred)
+
+    commands.add_parser(
+        "cluster", define=_define_cluster, help="a local Kubernetes control plane for development"
+    )
+    commands.add_parser(
+        "run",
+        define=_arguments("ansible_operator.commands.run", "add_run_arguments", "run"),
+        help="run the operator described by a watches.yaml (the reference's flags)",
+    )
+    commands.add_parser(
+        "reconcile",
+        define=_arguments(
+            "ansible_operator.commands.reconcile", "add_reconcile_arguments", "reconcile"
+        ),
+        help="run one object's reconcile once, locally, showing Ansible's output",
+    )
+    commands.add_parser(
+        "init",
+        define=_arguments(
+            "ansible_operator.scaffold.command", "add_init_arguments", "init_command"
+        ),
+        help="write a new operator project (watches.yaml, roles/, config/, tests/)",
+    )
+    commands.add_parser(
+        "create",
+        define=_arguments(
+            "ansible_operator.scaffold.command", "add_create_arguments", "create_api_command"
+        ),
+        help="add to the project in --dir",
+    )
+    commands.add_parser(
+        "bundle",
+        define=_arguments(
+            "ansible_operator.scaffold.bundle", "add_bundle_arguments", "bundle_command"
+        ),
+        help="write the project's OLM registry+v1 bundle (bundle/, bundle.Dockerfile) "
+        "and check it as OLM reads it",
+    )
+    commands.add_parser(
+        "check",
+        define=_arguments("ansible_operator.commands.check", "add_check_arguments", "check"),
+        help="load watches.yaml, roles and playbooks without a cluster and report "
+        "what will fail (ansible-core 2.19 templating changes included)",
+    )
+    commands.add_parser(
+        "migrate",
+        define=_arguments(
+            "ansible_operator.commands.migrate", "add_migrate_arguments", "migrate_command"
+        ),
+        help="rewrite every stored object of a kind in its CRD's storage version, then drop "
+        "the other versions from status.storedVersions (resumable)",
+    )
+    commands.add_parser(
+        "doctor",
+        define=_arguments("ansible_operator.commands.doctor", "add_doctor_arguments", "doctor"),
+        help="show the Python, ansible-core, ansible-runner and kubernetes.core in use "
+        "and which warm-runner accelerations apply to them (and why not)",
+    )
+    commands.add_parser(
+        "demo",
+        define=_define_demo,
+        help="run the sample operators on the local control plane (or KUBECONFIG) "
+        "and show samples reach their final state",
+    )
     return parser
 
 
@@ -351,11 +430,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args))
-    except (BuildError, ControlPlaneError, HostError, ImageError) as error:
-        _say(str(error))
-        return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as error:
+        if not _reported(error):
+            raise
+        _say(str(error))
+        return 1
 
 
 if __name__ == "__main__":

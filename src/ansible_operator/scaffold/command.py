@@ -38,17 +38,13 @@ class ScaffoldError(Exception):
     """A scaffolding request that cannot be done; the message says why."""
 
 
-def add_scaffold_commands(commands: argparse._SubParsersAction) -> None:
-    """Register `init` and `create api` on the CLI's subcommands."""
-    init = commands.add_parser(
-        "init", help="write a new operator project (watches.yaml, roles/, config/, tests/)"
-    )
+def add_init_arguments(init: argparse.ArgumentParser) -> None:
     init.add_argument("--domain", required=True, help="API group domain, e.g. example.com")
     init.add_argument("--project-name", help="name of the project (default: the directory's name)")
     init.add_argument("--dir", type=Path, default=Path(), help="project directory (default: .)")
-    init.set_defaults(func=init_command)
 
-    create = commands.add_parser("create", help="add to the project in --dir")
+
+def add_create_arguments(create: argparse.ArgumentParser) -> None:
     kinds = create.add_subparsers(dest="what", metavar="WHAT", required=True)
     api = kinds.add_parser(
         "api", help="a new kind: CRD, sample, watches.yaml entry, role or playbook, RBAC, test"
@@ -66,7 +62,6 @@ def add_scaffold_commands(commands: argparse._SubParsersAction) -> None:
         help="reconcile with a playbook playbooks/<kind>.yml",
     )
     api.add_argument("--dir", type=Path, default=Path(), help="project directory (default: .)")
-    api.set_defaults(func=create_api_command)
 
 
 def _fail(error: ScaffoldError) -> int:
