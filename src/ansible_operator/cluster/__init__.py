@@ -14,16 +14,33 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ansible_operator.cluster.build import BuildError, ensure_binary
-from ansible_operator.cluster.local import Binaries, ControlPlaneError, LocalControlPlane
 from ansible_operator.kube.config import KubeConfig, KubeConfigError, load_config
 
-# The node imports the kubernetes client (a third of a second): `provide` with
-# a node loads it; `connect_config`, which every command calls, does not.
+# The control plane's code (its certificates: cryptography) and the node's (the
+# kubernetes client, a third of a second) load when a cluster is started or
+# looked for; `connect_config`, which every command calls, needs neither when
+# a kubeconfig is there.
 if TYPE_CHECKING:
+    from ansible_operator.cluster.build import BuildError
+    from ansible_operator.cluster.local import Binaries, ControlPlaneError, LocalControlPlane
     from ansible_operator.cluster.node import LocalNode
+
+_LATER = {
+    "BuildError": "ansible_operator.cluster.build",
+    "ControlPlaneError": "ansible_operator.cluster.local",
+    "LocalControlPlane": "ansible_operator.cluster.local",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LATER:
+        import importlib
+
+        return getattr(importlib.import_module(_LATER[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BuildError",
@@ -60,6 +77,9 @@ def default_state_dir() -> Path:
 
 def local_binaries(progress: Callable[[str], None] | None = None) -> Binaries:
     """envtest binaries when KUBEBUILDER_ASSETS names them, else our built binary."""
+    from ansible_operator.cluster.build import ensure_binary
+    from ansible_operator.cluster.local import Binaries
+
     assets = os.environ.get("KUBEBUILDER_ASSETS")
     if assets:
         return Binaries.envtest(Path(assets))
@@ -81,6 +101,8 @@ def provide(
     no other node here); elsewhere `Cluster.no_node_reason` says why not.
     `feature_gates` apply only to a control plane started here: the cluster in
     KUBECONFIG has the gates it has."""
+    from ansible_operator.cluster.local import LocalControlPlane
+
     kubeconfig = os.environ.get("KUBECONFIG")
     if use_kubeconfig and kubeconfig:
         yield Cluster(Path(kubeconfig.split(os.pathsep)[0]), "kubeconfig")
@@ -122,6 +144,8 @@ def connect_config(kubeconfig: str | Path | None = None) -> KubeConfig:
     except KubeConfigError:
         if kubeconfig is not None:
             raise
+        from ansible_operator.cluster.local import LocalControlPlane
+
         plane = LocalControlPlane(default_state_dir(), None)
         if not (plane.state and plane.ready()):
             raise
