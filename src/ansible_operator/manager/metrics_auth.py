@@ -27,7 +27,6 @@ from typing import Any
 from aiohttp import web
 
 from ansible_operator.kube.client import ApiClient, ApiError
-from ansible_operator.serving.pki import create_ca, issue_serving_cert
 from ansible_operator.settings import Settings
 
 log = logging.getLogger("ansible_operator.metrics")
@@ -62,6 +61,9 @@ def server_tls(settings: Settings, scratch: Path) -> ssl.SSLContext | None:
         cert = settings.metrics.cert_path / settings.metrics.cert_name
         key = settings.metrics.cert_path / settings.metrics.cert_key
     else:
+        # Only here: cryptography costs every other operator 30 ms of start-up.
+        from ansible_operator.serving.pki import create_ca, issue_serving_cert
+
         directory = scratch / "metrics-tls"
         pair = issue_serving_cert(create_ca(directory, "ansible-operator-metrics"), directory)
         cert, key = pair.cert_path, pair.key_path
