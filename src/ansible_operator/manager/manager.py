@@ -29,7 +29,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -79,7 +79,9 @@ from ansible_operator.serving.http_malformed import StrictAppRunner
 from ansible_operator.settings import Settings
 from ansible_operator.settings.precedence import Effective, effective
 from ansible_operator.sharding.ring_thread import ShardRingThread
-from ansible_operator.webhooks.service import WebhookService
+
+if TYPE_CHECKING:
+    from ansible_operator.webhooks.service import WebhookService
 
 log = logging.getLogger("ansible_operator.manager")
 IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -509,6 +511,10 @@ class Manager:
     async def _start_webhooks(self, api: ApiClient, scratch: Path, host: RunnerHost) -> None:
         """Admission webhooks answer on every replica, the leader or not (as in
         controller-runtime): they start before the election."""
+        # Imported by the operators that serve webhooks or conversions only:
+        # their certificates' code (cryptography) is 60 ms of everyone's start.
+        from ansible_operator.webhooks.service import WebhookService
+
         self.webhook_service = WebhookService(
             self.webhooks,
             self.settings,
