@@ -9,8 +9,9 @@ imported its own code and before it starts a thread (a fork of a threaded
 process may inherit a lock another thread held), the warm runner shares those
 pages with the operator, copy-on-write.
 
-The fork waits, doing nothing, until the operator knows what to start (its
-scratch directory, the runs' environment, the targets); it then becomes the
+The fork waits until the operator knows what to start (its scratch directory,
+the runs' environment, the targets), importing meanwhile what the warm runner
+needs and the operator does not (EARLY_IMPORTS); it then becomes the
 warm runner exactly as `python -m ...run_server` would have (processes.py).
 An operator that never asks (reference mode, a start that failed) closes the
 request pipe, and the fork exits.
@@ -21,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import importlib
 import io
 import json
 import logging
@@ -33,6 +35,12 @@ from typing import Any, NoReturn
 
 from ansible_operator.runner.lifetime import die_with_parent
 from ansible_operator.runner.warm.forkserver import MAX_REQUEST
+
+# What the warm runner imports whatever its request says (its module
+# interpreter's `kubernetes`, Ansible's jinja2) and the operator does not
+# (issue 45: ready sooner): the fork imports them while it waits for the
+# request, beside the operator's start rather than after it.
+EARLY_IMPORTS = ("kubernetes.client", "kubernetes.config", "kubernetes.dynamic", "jinja2")
 
 
 class ForkedProcess:
@@ -193,6 +201,11 @@ def _become_warm_runner(request_fd: int, ready_fd: int) -> NoReturn:
         die_with_parent()
         for signum in (signal.SIGINT, signal.SIGTERM):  # the operator's are not ours
             signal.signal(signum, signal.SIG_DFL)
+        # As `python -P`: the operator's working directory is not an import path.
+        sys.path[:] = [entry for entry in sys.path if entry not in ("", str(Path.cwd()))]
+        for name in EARLY_IMPORTS:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(name)
         request = _read_request(request_fd)
         if request is None:
             os._exit(0)
@@ -209,8 +222,6 @@ def _become_warm_runner(request_fd: int, ready_fd: int) -> NoReturn:
         os.environ.clear()
         os.environ.update(request["env"])
         _forget_logging()
-        # As `python -P`: the operator's working directory is not an import path.
-        sys.path[:] = [entry for entry in sys.path if entry not in ("", str(Path.cwd()))]
         from ansible_operator.runner.warm import run_server
 
         run_server.serve(
