@@ -31,7 +31,7 @@ import sys
 import types
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,10 +49,15 @@ from ansible_operator.runner.warm.acceleration import (
 from ansible_operator.runner.warm.accelerations.compiled_module_sources import collection_roots
 
 NAME = "preloaded-module-utils"
-# The collections Operator SDK's scaffolded roles use; any other is imported
-# from each payload, as usual (preloading every installed collection would
-# cost every replica memory for modules its roles never run).
-COLLECTIONS = ("kubernetes.core", "operator_sdk.util")
+# The modules of Operator SDK's scaffolded roles, whose module_utils are
+# preloaded: what they import, not every module_util of their collections
+# (kubernetes.core's `copy` alone brings the whole CoreV1Api and its models,
+# ~22 MiB in every replica for a module few roles run). Any other module
+# imports its payload's, as usual.
+MODULES = {
+    "kubernetes.core": ("k8s", "k8s_info"),
+    "operator_sdk.util": ("k8s_status", "k8s_event"),
+}
 ROOT_PACKAGE = "ansible_collections"
 
 
@@ -78,18 +83,24 @@ class PreloadedModules:
     def __init__(self) -> None:
         self.modules: dict[str, Preloaded] = {}
 
-    def preload(self, roots: Iterable[Path], collections: Iterable[str] = COLLECTIONS) -> None:
-        """Import the module_utils of `collections`, each from the first of
-        `roots` that has it (Ansible's order), and note what a payload would
-        hold of each."""
+    def preload(
+        self, roots: Iterable[Path], modules: Mapping[str, Iterable[str]] = MODULES
+    ) -> None:
+        """Import the module_utils the `modules` of each collection import, each
+        collection from the first of `roots` that has it (Ansible's order), and
+        note what a payload would hold of each."""
         bases = _bases(roots)
         wanted: list[str] = []
-        for collection in collections:
+        for collection, names in modules.items():
             namespace, name = collection.split(".")
             for base in bases:
-                utils = base / ROOT_PACKAGE / namespace / name / "plugins" / "module_utils"
-                if utils.is_dir():
-                    wanted += [_module_name(base, path) for path in sorted(utils.rglob("*.py"))]
+                plugins = base / ROOT_PACKAGE / namespace / name / "plugins" / "modules"
+                if plugins.is_dir():
+                    wanted += [
+                        f"{ROOT_PACKAGE}.{namespace}.{name}.plugins.modules.{module}"
+                        for module in names
+                        if (plugins / f"{module}.py").is_file()
+                    ]
                     break
         if not wanted:
             return
@@ -105,11 +116,15 @@ class PreloadedModules:
                 with contextlib.suppress(ValueError):
                     sys.path.remove(entry)
             importlib.invalidate_caches()
-        for name in sorted(set(sys.modules) - before):
-            if name == ROOT_PACKAGE or name.startswith(ROOT_PACKAGE + "."):
-                noted = _noted(name, sys.modules[name], bases)
-                if noted is not None:
-                    self.modules[name] = noted
+        for name in sorted(set(sys.modules) - before, reverse=True):  # children first
+            if name != ROOT_PACKAGE and not name.startswith(ROOT_PACKAGE + "."):
+                continue
+            if ".plugins.modules" in name:
+                _forget(name)  # a module runs from its payload, as __main__, each time
+                continue
+            noted = _noted(name, sys.modules[name], bases)
+            if noted is not None:
+                self.modules[name] = noted
 
     def match(self, payload: zipfile.ZipFile) -> set[str]:
         """The preloaded modules a module run with `payload` may use: none when
@@ -154,11 +169,6 @@ def _bases(roots: Iterable[Path]) -> list[Path]:
         if base not in bases and (base / ROOT_PACKAGE).is_dir():
             bases.append(base)
     return bases
-
-
-def _module_name(base: Path, path: Path) -> str:
-    parts = path.relative_to(base).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def _noted(name: str, module: types.ModuleType, bases: list[Path]) -> Preloaded | None:
@@ -215,6 +225,7 @@ def checked_run_module(
 
 # ----- the probe: Python's imports as `use` relies on them, in a fork --------------------
 PROBE_UTIL = "TOKEN = object()\n"
+PROBE_USES = "from ansible_collections.probe.coll.plugins.module_utils import util\n"
 PROBE_MODULE = (
     "from ansible_collections.probe.coll.plugins.module_utils import util\n"
     "from ansible_collections.probe.coll.plugins.module_utils import extra\n"
@@ -251,8 +262,10 @@ def _rehearse() -> str:
     collection = scratch / ROOT_PACKAGE / "probe" / "coll" / "plugins"
     (collection / "module_utils").mkdir(parents=True)
     (collection / "module_utils" / "util.py").write_text(PROBE_UTIL)
+    (collection / "modules").mkdir()
+    (collection / "modules" / "uses.py").write_text(PROBE_USES)
     preloaded = PreloadedModules()
-    preloaded.preload([scratch], ["probe.coll"])
+    preloaded.preload([scratch], {"probe.coll": ["uses"]})
     util = sys.modules.get(f"{ROOT_PACKAGE}.probe.coll.plugins.module_utils.util")
     if util is None or not preloaded.modules:
         return "the module_utils were not imported from the collections path"
