@@ -149,5 +149,5 @@ ACCELERATION = Acceleration(
     "compiled once, not twice per module run",
     relies_on="zipimport._compile_source(pathname, source)",
     probe=probe,
-    installs=(Install(Phase.MODULE_INTERPRETER, _precompile), Install(Phase.MODULE, _install)),
+    installs=(Install(Phase.MODULE_SERVER, _precompile), Install(Phase.MODULE, _install)),
 )
