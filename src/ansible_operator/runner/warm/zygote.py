@@ -11,7 +11,7 @@ pages with the operator, copy-on-write.
 
 The fork waits until the operator knows what to start (its scratch directory,
 the runs' environment, the targets), importing meanwhile what the warm runner
-needs and the operator does not (EARLY_IMPORTS); it then becomes the
+needs and the operator may not have imported (EARLY_IMPORTS); it then becomes the
 warm runner exactly as `python -m ...run_server` would have (processes.py).
 An operator that never asks (reference mode, a start that failed) closes the
 request pipe, and the fork exits.
@@ -36,10 +36,11 @@ from typing import Any, NoReturn
 from ansible_operator.runner.lifetime import die_with_parent
 from ansible_operator.runner.warm.forkserver import MAX_REQUEST
 
-# What the warm runner imports whatever its request says (its module
-# interpreter's `kubernetes`, Ansible's jinja2) and the operator does not
-# (issue 45: ready sooner): the fork imports them while it waits for the
-# request, beside the operator's start rather than after it.
+# What the warm runner imports whatever its request says and the operator
+# may not have imported (its module interpreter's Kubernetes client and
+# `kubernetes.dynamic`, Ansible's jinja2): the fork imports them while it waits
+# for the request, beside the operator's start rather than after it (issue 45);
+# what the operator imported already costs nothing here.
 EARLY_IMPORTS = ("kubernetes.client", "kubernetes.config", "kubernetes.dynamic", "jinja2")
 
 
