@@ -132,8 +132,10 @@ def probe(
     is first asked for (`verdict`) or by `settle()`: the warm runner's start
     goes on meanwhile. The verdicts returned are those known now."""
     off = set(switched_off)
+    names: list[str] = []
     for acceleration in accelerations:
         _probed[acceleration.name] = acceleration
+        names.append(acceleration.name)
         if acceleration.name in off:
             _verdicts[acceleration.name] = Verdict(False, SWITCHED_OFF)
             continue
@@ -148,7 +150,6 @@ def probe(
                 _verdicts[acceleration.name] = Verdict(True)
     if wait:
         settle()
-    names = [acceleration.name for acceleration in _probed.values()]
     return {name: _verdicts[name] for name in names if name in _verdicts}
 
 

@@ -326,6 +326,7 @@ if __name__ == "__main__":
     )
     preload()
     acceleration.install_phase(Phase.MODULE_SERVER, Context())
+    acceleration.settle()  # no module run inherits a check still answering
     listener = listen(Path(sys.argv[1]))
     print("ready", flush=True)
     serve_forks(listener, handle)
