@@ -82,6 +82,7 @@ class PreloadedModules:
 
     def __init__(self) -> None:
         self.modules: dict[str, Preloaded] = {}
+        self._hidden: dict[str, types.ModuleType] = {}
 
     def preload(
         self, roots: Iterable[Path], modules: Mapping[str, Iterable[str]] = MODULES
@@ -123,7 +124,9 @@ class PreloadedModules:
                 _forget(name)  # a module runs from its payload, as __main__, each time
                 continue
             noted = _noted(name, sys.modules[name], bases)
-            if noted is not None:
+            if noted is None:
+                _forget(name)  # from outside the collections paths: never to be checked, so gone
+            else:
                 self.modules[name] = noted
 
     def match(self, payload: zipfile.ZipFile) -> set[str]:
@@ -140,23 +143,35 @@ class PreloadedModules:
             kept.add(name)
         return kept
 
+    def hide(self) -> None:
+        """In a module run, first: out of sys.modules, so that nothing sees
+        them but through `use` (a module that is no payload's imports as it
+        would have)."""
+        for name in self.modules:
+            module = sys.modules.pop(name, None)
+            if module is not None:
+                self._hidden[name] = module
+
     def use(self, modlib: str) -> None:
         """In a module run, before its module is imported from the payload
-        `modlib`: keep the preloaded modules it may use, each package looking
-        in the payload for the rest; drop every other."""
+        `modlib`: back into sys.modules, the preloaded modules it may use, each
+        package looking in the payload for the rest."""
         kept: set[str] = set()
         with contextlib.suppress(OSError, zipfile.BadZipFile), zipfile.ZipFile(modlib) as payload:
-            kept = self.match(payload)
-        for name, preloaded in self.modules.items():
-            module = sys.modules.get(name)
-            if module is None:
-                continue
-            if name not in kept:
-                _forget(name)
-                continue
+            kept = self.match(payload) & set(self._hidden)
+        if any(name in sys.modules for name in kept):
+            return  # imported otherwise meanwhile: that one stays, alone
+        for name in kept:
+            module = self._hidden.pop(name)
+            preloaded = self.modules[name]
             module.__file__ = f"{modlib}/{preloaded.entry}"
             if preloaded.package:
                 module.__path__ = [f"{modlib}/{preloaded.entry.rpartition('/')[0]}"]
+            sys.modules[name] = module
+        for name in list(self._hidden):  # not the payload's: not reachable from a kept package
+            parent, _, child = name.rpartition(".")
+            if parent in kept and getattr(sys.modules[parent], child, None) is self._hidden[name]:
+                delattr(sys.modules[parent], child)
         if kept:
             used(NAME, len(kept))
 
@@ -282,6 +297,7 @@ def _rehearse() -> str:
             payload.writestr(f"{utils}/extra.py", PROBE_UTIL)
             payload.writestr(f"{ROOT_PACKAGE}/probe/coll/plugins/modules/__init__.py", "")
             payload.writestr(f"{ROOT_PACKAGE}/probe/coll/plugins/modules/mod.py", PROBE_MODULE)
+        preloaded.hide()
         sys.path.insert(0, str(archive))
         try:
             done = run_module(
@@ -315,6 +331,10 @@ def _preload(_context: Context) -> None:
     runpy.run_module = checked_run_module(PRELOADED, runpy.run_module)  # type: ignore[assignment]
 
 
+def _hide(_context: Context) -> None:
+    PRELOADED.hide()
+
+
 ACCELERATION = Acceleration(
     name=NAME,
     saves="~7.5 ms per kubernetes.core task: its collection's module_utils imported once "
@@ -324,5 +344,5 @@ ACCELERATION = Acceleration(
     probe=probe,
     # Not before the fork: the warm runner's Ansible would find the collections
     # imported as plain packages, not through its collection loader.
-    installs=(Install(Phase.MODULE_SERVER, _preload),),
+    installs=(Install(Phase.MODULE_SERVER, _preload), Install(Phase.MODULE, _hide)),
 )
