@@ -5,20 +5,19 @@ every module whose payload carries the very same files (acceleration
 A kubernetes.core task's module imports ~25 of its collection's module_utils
 from its payload (a zip) each time it runs: ~7.5 ms of every task, although
 the files are those of the collection the operator's Ansible found, task
-after task. The warm module interpreter imports the module_utils of the
-collections every Ansible operator uses (kubernetes.core, operator_sdk.util),
-from the collections paths in Ansible's order, before it forks. In each
-module run, before the module is imported (Ansible's payload wrapper runs it
-with `runpy.run_module`, in every release), each preloaded module is compared
-with the payload's file of the same name (its size and CRC-32, as the zip's
-directory gives them): the
-preloaded modules are used only when every one the payload carries is
-identical, and their packages then look for anything else in the payload, as
+after task. The warm module interpreter imports, once, the module_utils that
+the modules of Operator SDK's roles import (`MODULES`), from the collections
+paths in Ansible's order. A module run starts with them out of sys.modules;
+before its module is imported (Ansible's payload wrapper runs it with
+`runpy.run_module`, in every release), each is compared with the payload's
+file of the same name (its size and CRC-32, as the zip's directory gives
+them), and those the payload carries come back only when every one it carries
+is identical; their packages then look for anything else in the payload, as
 they would have. Any difference (another version of the collection on the
-collections path, an edited file) and every preloaded collection module is
-dropped: the module imports its payload's, exactly as without this. A
-preloaded module the payload does not carry is dropped too: Ansible found the
-module does not import it.
+collections path, an edited file) and none comes back: the module imports its
+payload's, exactly as without this, as does a module that is no payload's.
+One the payload does not carry stays out: Ansible found the module does not
+import it.
 """
 
 from __future__ import annotations
