@@ -30,17 +30,6 @@ def version_text() -> str:
     return "\n".join(lines)
 
 
-class PrintVersions(argparse.Action):
-    """`--version`: argparse's own would re-wrap the lines into one paragraph."""
-
-    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
-        super().__init__(option_strings, dest, nargs=0, help="show the versions in use and exit")
-
-    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
-        print(version_text())
-        parser.exit()
-
-
 def add_doctor_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--python",
