@@ -110,7 +110,8 @@ ACTIVITIES: dict[str, tuple[tuple[str, str], ...]] = {
             "callbacks on events, display callback",
             r"^\S*send_callback |\(ansible_runner/display_callback/",
         ),
-        ("queue task, fork worker", r"^StrategyBase\._queue_task "),
+        # With task-inline the task itself runs here: its action, templating and handoff.
+        ("queue task (and run it inline), fork worker", r"^StrategyBase\._queue_task "),
         (
             "results",
             r"^(StrategyBase\._process_pending_results|StrategyBase\._wait_on_pending_results"
