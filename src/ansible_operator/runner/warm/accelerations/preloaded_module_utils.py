@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import os
 import runpy
 import sys
@@ -252,7 +253,7 @@ def probe() -> ForkCheck:
     gets the preloaded module, and the payload's own for what was not
     preloaded; one whose file differs gets the payload's."""
     require(
-        list(_parameters(runpy.run_module))[:4]
+        list(inspect.signature(runpy.run_module).parameters)[:4]
         == ["mod_name", "init_globals", "run_name", "alter_sys"],
         "runpy.run_module takes other arguments than (mod_name, init_globals, run_name, alter_sys)",
     )
@@ -263,16 +264,14 @@ def probe() -> ForkCheck:
     return started_in_a_fork(_rehearse, conclusion)
 
 
-def _parameters(function: Callable[..., Any]) -> list[str]:
-    import inspect
-
-    return list(inspect.signature(function).parameters)
-
-
 def _rehearse() -> str:
     import tempfile
 
-    scratch = Path(tempfile.mkdtemp())
+    with tempfile.TemporaryDirectory() as scratch:  # a probe leaves nothing behind
+        return _rehearse_in(Path(scratch))
+
+
+def _rehearse_in(scratch: Path) -> str:
     collection = scratch / ROOT_PACKAGE / "probe" / "coll" / "plugins"
     (collection / "module_utils").mkdir(parents=True)
     (collection / "module_utils" / "util.py").write_text(PROBE_UTIL)
