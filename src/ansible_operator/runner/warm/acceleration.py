@@ -117,7 +117,7 @@ class Verdict:
 
 
 SWITCHED_OFF = "switched off (--disable-acceleration)"
-FORK_TIMEOUT = 30.0  # seconds a probe's check in a fork may take (in_a_fork)
+FORK_TIMEOUT = 30.0  # seconds a probe's check in a fork may take (started_in_a_fork)
 _verdicts: dict[str, Verdict] = {}
 _probed: dict[str, Acceleration] = {}  # in the order probed: the order installed
 _pending: dict[str, ForkCheck] = {}  # probes whose check in a fork has not answered yet
@@ -232,14 +232,6 @@ def parameters_of(function: Callable[..., object]) -> set[str]:
     return set(inspect.signature(function).parameters)
 
 
-def in_a_fork(check: Callable[[], str], timeout: float = FORK_TIMEOUT) -> str:
-    """`check()` run in a fork of this process, so that what it sets up (an
-    initialised plugin loader, a setting changed) stays there, its stdio on
-    /dev/null (this process's stdout may be the operator's pipe): what it
-    returned ("" when all was as expected), else why it said nothing."""
-    return _answer(*_fork_check(check), timeout)
-
-
 @dataclass
 class ForkCheck:
     """A probe's check running in a fork (`started_in_a_fork`): `conclude()`
@@ -260,7 +252,10 @@ class ForkCheck:
 def started_in_a_fork(
     check: Callable[[], str], conclusion: Callable[[str], None], timeout: float = FORK_TIMEOUT
 ) -> ForkCheck:
-    """For probes: `check()` started in a fork (as `in_a_fork`), its answer
+    """For probes: `check()` started in a fork of this process, so that what
+    it sets up (an initialised plugin loader, a setting changed) stays there,
+    its stdio on /dev/null (this process's stdout may be the operator's pipe).
+    What it returns ("" when all was as expected, else why it said nothing) is
     given to `conclusion` once asked for; the probe returns what this returns,
     and the warm runner's start goes on while the fork checks."""
     pid, read = _fork_check(check)
