@@ -21,7 +21,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import sys
 import tempfile
 from collections.abc import Iterable
@@ -122,13 +121,17 @@ def probe() -> ForkCheck:
 
     missing = [name for name in SETTINGS if not hasattr(constants, name)]
     require(not missing, f"ansible.constants has no {', '.join(missing)}")
-    scratch = Path(tempfile.mkdtemp())
 
     def conclusion(failed: str) -> None:
-        shutil.rmtree(scratch, ignore_errors=True)
         require(not failed, f"ansible no longer caches module payloads in {CACHE_NAME}: {failed}")
 
-    return started_in_a_fork(lambda: _payload_built_in(scratch), conclusion)
+    return started_in_a_fork(_payload_built, conclusion)
+
+
+def _payload_built() -> str:
+    """In the fork: `_payload_built_in` a scratch directory that goes with the check."""
+    with tempfile.TemporaryDirectory() as scratch:
+        return _payload_built_in(Path(scratch))
 
 
 PROBE_MODULE = "#!/usr/bin/python\nfrom ansible.module_utils.basic import AnsibleModule\n"
