@@ -19,6 +19,7 @@ from ansible_operator.runner.warm.accelerations import (
     ACCELERATIONS,
     compiled_module_sources,
     event_files_whole,
+    modules_in_one_process,
     playbook_in_fork,
     preloaded_module_utils,
     pty_close_without_delay,
@@ -205,3 +206,32 @@ def test_a_strategy_not_counting_its_pending_result_turns_off_task_inline(
     found = verdict(task_inline.ACCELERATION)
     assert not found.on
     assert "no longer counts the pending result" in found.why
+
+
+def test_ansible_keeping_warnings_elsewhere_turns_off_modules_in_one_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A release keeping a module's warnings where the process state put back
+    between modules does not reach (here: another module's attribute)."""
+    import threading
+
+    from ansible.module_utils.common import warnings
+
+    kept: list[str] = []
+    monkeypatch.setattr(threading, "_ansible_warnings", kept, raising=False)
+    monkeypatch.setattr(warnings, "warn", kept.append)
+    monkeypatch.setattr(warnings, "get_warning_messages", lambda: tuple(kept))
+    found = verdict(modules_in_one_process.ACCELERATION)
+    assert not found.on
+    assert "a second program found what the first left behind" in found.why
+
+
+def test_atexit_without_its_private_runner_turns_off_modules_in_one_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import atexit
+
+    monkeypatch.delattr(atexit, "_run_exitfuncs")
+    found = verdict(modules_in_one_process.ACCELERATION)
+    assert not found.on
+    assert "atexit has no _run_exitfuncs" in found.why

@@ -348,4 +348,5 @@ def test_each_acceleration_is_probed_where_it_is_installed() -> None:
     sides = {a.name: a.side for a in ACCELERATIONS}
     assert sides.pop("compiled-module-sources") == "modules"
     assert sides.pop("preloaded-module-utils") == "modules"
+    assert sides.pop("modules-in-one-process") == "modules"
     assert set(sides.values()) == {"runs"}

@@ -28,7 +28,7 @@ def listen(socket_path: Path) -> socket.socket:
     return server
 
 
-def _reap(_signum: int, _frame: object) -> None:
+def reap(_signum: int, _frame: object) -> None:
     with contextlib.suppress(ChildProcessError):
         while os.waitpid(-1, os.WNOHANG)[0] > 0:
             pass
@@ -41,10 +41,16 @@ def serve_forks(server: socket.socket, handle: Callable[[socket.socket], NoRetur
     gc.freeze()
     # Reap finished children as they end, so their CPU time is accounted to
     # this process (and through it to the operator), as a run's processes are.
-    signal.signal(signal.SIGCHLD, _reap)
+    signal.signal(signal.SIGCHLD, reap)
     while True:
         conn, _ = server.accept()
-        if os.fork() == 0:
-            server.close()
-            handle(conn)
-        conn.close()
+        handle_in_fork(server, conn, handle)
+
+
+def handle_in_fork(
+    server: socket.socket, conn: socket.socket, handle: Callable[[socket.socket], NoReturn]
+) -> None:
+    if os.fork() == 0:
+        server.close()
+        handle(conn)
+    conn.close()

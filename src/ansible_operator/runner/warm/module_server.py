@@ -18,36 +18,36 @@ imports are shared (copy-on-write), so results are the same as in
 
 from __future__ import annotations
 
-import array
 import contextlib
 import importlib
-import importlib.abc
-import importlib.machinery
-import marshal
 import os
-import runpy
 import signal
 import socket
 import sys
-import tempfile
 import threading
-import warnings
-import zipfile
-import zipimport
 from pathlib import Path
 from typing import NoReturn
 
 from ansible_operator.runner import cgroups, priority
 from ansible_operator.runner.lifetime import die_with_parent
-from ansible_operator.runner.warm import acceleration
+from ansible_operator.runner.warm import acceleration, module_worker
 from ansible_operator.runner.warm.acceleration import Context, Phase
 from ansible_operator.runner.warm.accelerations import (
     compiled_module_sources,
+    modules_in_one_process,
     preloaded_module_utils,
     warm_module_interpreter,
 )
 from ansible_operator.runner.warm.forkserver import listen, serve_forks
 from ansible_operator.runner.warm.module_requests import SESSION_ENV, send_request
+from ansible_operator.runner.warm.module_run import (
+    PayloadFinder,
+    enter,
+    ignore_our_threads_in_forks,
+    receive_request,
+    run_groups,
+    run_program,
+)
 
 # Imported once, here. Ansible's own module_utils come from the installation
 # the operator's ansible-playbook runs from, so they are the very code each
@@ -72,7 +72,6 @@ WARM_IMPORTS = (
     "jsonpatch",
 )
 SHIM_FILE = "python"  # in the warm runner's scratch directory
-MAX_HEADER = 1 << 20
 _session_groups: str | None = None  # in a run's session: the run's cgroups, joined
 # The shim runs once per task: it imports only what the interpreter has built
 # in (no `socket`, no `json`: ~15 ms less per task). marshal is safe here:
@@ -114,69 +113,6 @@ def write_shim(path: Path, socket_path: Path) -> Path:
     return path
 
 
-class PayloadFinder(importlib.abc.MetaPathFinder):
-    """Last on sys.meta_path: an `ansible.*` module the preloaded installation
-    does not have is looked up in the module's payload (a zip on sys.path)."""
-
-    def find_spec(
-        self, fullname: str, path: object = None, target: object = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        if not fullname.startswith("ansible."):
-            return None
-        # A zipimporter finds the last name part under its own prefix.
-        package = fullname.rpartition(".")[0].replace(".", "/")
-        for entry in sys.path:
-            if entry.endswith(".zip"):
-                with contextlib.suppress(OSError, zipimport.ZipImportError):
-                    spec = zipimport.zipimporter(f"{entry}/{package}").find_spec(fullname)
-                    if spec is None:
-                        spec = _namespace_in_zip(entry, fullname)
-                    if spec is not None:
-                        return spec
-        return None
-
-
-def _namespace_in_zip(archive: str, fullname: str) -> importlib.machinery.ModuleSpec | None:
-    """A package directory without __init__.py (and without a directory entry
-    of its own in the zip): a namespace package."""
-    prefix = fullname.replace(".", "/") + "/"
-    with zipfile.ZipFile(archive) as payload:
-        if not any(name.startswith(prefix) for name in payload.namelist()):
-            return None
-    spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)
-    spec.submodule_search_locations = [f"{archive}/{prefix.rstrip('/')}"]
-    return spec
-
-
-def _receive(conn: socket.socket) -> tuple[dict[str, object], list[int]]:
-    """The shim's request: `LENGTH\\n` then a marshalled dict, and its stdio."""
-    fds = array.array("i")
-    data, ancillary, _flags, _address = conn.recvmsg(1, socket.CMSG_SPACE(3 * fds.itemsize))
-    for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds.frombytes(payload[: len(payload) - (len(payload) % fds.itemsize)])
-    buffer = bytearray(data)
-    while b"\n" not in buffer:
-        chunk = conn.recv(64)
-        if not chunk or len(buffer) > 32:
-            raise ConnectionError("incomplete request")
-        buffer += chunk
-    length, _, body = bytes(buffer).partition(b"\n")
-    size = int(length)
-    if size > MAX_HEADER:
-        raise ConnectionError("request too large")
-    received = bytearray(body)
-    while len(received) < size:
-        chunk = conn.recv(size - len(received))
-        if not chunk:
-            raise ConnectionError("incomplete request")
-        received += chunk
-    request = marshal.loads(bytes(received))
-    if not isinstance(request, dict):
-        raise ConnectionError("malformed request")
-    return request, list(fds)
-
-
 def _exit_when_shim_goes(conn: socket.socket) -> None:
     """The run was killed (timeout, shutdown): its module goes with it, and
     so do the commands the module started (its process group)."""
@@ -204,6 +140,8 @@ def _serve_session(conn: socket.socket, request: dict[str, object]) -> NoReturn:
     address = Path(str(request["session"]))
     listener = listen(address)
     threading.Thread(target=_end_session, args=(conn, address), daemon=True).start()
+    if modules_in_one_process.switched_on():
+        module_worker.serve_session(listener, handle, groups)
     serve_forks(listener, handle)
 
 
@@ -247,55 +185,23 @@ def _run_child(conn: socket.socket) -> None:
     # process reports the run's exit code to the shim.
     os.register_at_fork(after_in_child=lambda: _close_in_fork(conn))
     try:
-        request, fds = _receive(conn)
+        request, fds = receive_request(conn)
         if isinstance(request.get("session"), str):
             _serve_session(conn, request)
         os.setpgid(0, 0)  # this module run and what it starts: one group to kill
         # A fork of ours, not of the run: into the run's cgroup (its memory
         # cap, its end), since what the module starts stays where it is. A
         # run's session is there already.
-        environment = request.get("env")
-        if isinstance(environment, dict):
-            groups = str(environment.get(cgroups.CGROUP_ENV, ""))
-            if groups != _session_groups:
-                cgroups.join(groups)
-        for target, fd in enumerate(fds[:3]):
-            os.dup2(fd, target)
-            os.close(fd)
-        # Python's own stdio objects over the new descriptors.
-        sys.stdin = open(0, closefd=False)  # noqa: SIM115
-        sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
-        sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+        groups = run_groups(request)
+        if groups != _session_groups:
+            cgroups.join(groups)
         threading.Thread(target=_exit_when_shim_goes, args=(conn,), daemon=True).start()
-        # That thread is ours: a module that forks (async_wrapper) is not to be
-        # told that its process has threads, which under Python it has not.
-        warnings.filterwarnings(
-            "ignore", r"This process \(pid=\d+\) is multi-threaded", DeprecationWarning
-        )
-        os.environ.clear()
-        os.environ.update(request["env"])  # type: ignore[arg-type]
-        tempfile.tempdir = None  # follow this run's TMPDIR, not the server's
-        os.chdir(str(request["cwd"]))
-        argv = [str(arg) for arg in request["argv"]]  # type: ignore[union-attr]
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        ignore_our_threads_in_forks()
+        enter(request, fds)
         sys.meta_path.append(PayloadFinder())
         acceleration.install_phase(Phase.MODULE, Context())
         acceleration.used(warm_module_interpreter.NAME)
-        try:
-            if argv and not argv[0].startswith("-"):
-                sys.argv = argv
-                runpy.run_path(argv[0], run_name="__main__")
-            else:  # pipelining: the module arrives on stdin
-                sys.argv = [""]
-                source = sys.stdin.read()
-                exec(compile(source, "<stdin>", "exec"), {"__name__": "__main__"})
-            code = 0
-        except SystemExit as done:
-            code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
-        finally:
-            with contextlib.suppress(Exception):
-                sys.stdout.flush()
-                sys.stderr.flush()
+        code = run_program(request)
     except BaseException as error:  # report, never raise into the server loop
         with contextlib.suppress(Exception):
             os.write(2, f"ansible-operator module server: {error!r}\n".encode())
@@ -322,7 +228,12 @@ def handle(conn: socket.socket) -> NoReturn:
 if __name__ == "__main__":
     die_with_parent()
     acceleration.probe(
-        [compiled_module_sources.ACCELERATION, preloaded_module_utils.ACCELERATION], wait=False
+        [
+            compiled_module_sources.ACCELERATION,
+            preloaded_module_utils.ACCELERATION,
+            modules_in_one_process.ACCELERATION,
+        ],
+        wait=False,
     )
     preload()
     acceleration.install_phase(Phase.MODULE_SERVER, Context())

@@ -20,6 +20,7 @@ from ansible_operator.runner.warm.accelerations import (
     event_files_whole,
     local_tmp_in_process,
     module_handoff,
+    modules_in_one_process,
     parsed_files_shared,
     payload_prebuild,
     playbook_in_fork,
@@ -48,6 +49,7 @@ ACCELERATIONS: tuple[Acceleration, ...] = (
     module_handoff.ACCELERATION,
     compiled_module_sources.ACCELERATION,
     preloaded_module_utils.ACCELERATION,
+    modules_in_one_process.ACCELERATION,
     local_tmp_in_process.ACCELERATION,
     worker_gc_freeze.ACCELERATION,
     # After worker-gc-freeze, so that a task run here does not freeze the heap.
