@@ -43,6 +43,7 @@ from ansible_operator.runner.warm import acceleration
 from ansible_operator.runner.warm.acceleration import Context, Phase
 from ansible_operator.runner.warm.accelerations import (
     compiled_module_sources,
+    kubeconfig_libyaml,
     preloaded_module_utils,
     warm_module_interpreter,
 )
@@ -322,7 +323,12 @@ def handle(conn: socket.socket) -> NoReturn:
 if __name__ == "__main__":
     die_with_parent()
     acceleration.probe(
-        [compiled_module_sources.ACCELERATION, preloaded_module_utils.ACCELERATION], wait=False
+        [
+            compiled_module_sources.ACCELERATION,
+            preloaded_module_utils.ACCELERATION,
+            kubeconfig_libyaml.ACCELERATION,
+        ],
+        wait=False,
     )
     preload()
     acceleration.install_phase(Phase.MODULE_SERVER, Context())
