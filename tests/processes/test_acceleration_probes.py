@@ -10,6 +10,7 @@ import io
 import types
 from collections.abc import Iterator
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -261,8 +262,10 @@ def test_pyyaml_without_libyaml_turns_off_kubeconfig_libyaml_and_its_installer_c
 
 
 def _libyaml_first() -> tuple[kubeconfig_libyaml.LibyamlFirst, list[bool]]:
+    """As for the run's own kubeconfig: every stream is one libyaml may parse."""
     parsed: list[bool] = []
-    return kubeconfig_libyaml.LibyamlFirst(yaml, lambda: parsed.append(True)), parsed
+    replacement = kubeconfig_libyaml.LibyamlFirst(yaml, lambda: parsed.append(True), lambda _: True)
+    return replacement, parsed
 
 
 def _named_file(text: str) -> io.StringIO:
@@ -304,6 +307,36 @@ def test_libyaml_first_loads_what_the_pure_loader_loads(
     loaded = replacement.safe_load(_named_file(text) if as_file else text)
     assert loaded == yaml.safe_load(text) == document
     assert parsed == [True]  # libyaml's parse, not the fallback's
+
+
+@pytest.mark.parametrize("text", ["a:\t1\n", "|#\n", "{a?}\n", "! \n", "a: 1\n"])
+def test_only_the_runs_own_kubeconfig_is_parsed_by_libyaml(
+    text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Texts libyaml reads otherwise than PyYAML (laxer, or another value) in
+    a kubeconfig a role names itself: the stock loader's answer."""
+    run_kubeconfig = tmp_path / "run-kubeconfig"
+    monkeypatch.setenv(kubeconfig_libyaml.RUN_KUBECONFIG_ENV, str(run_kubeconfig))
+    other = tmp_path / "roles-kubeconfig"
+    other.write_text(text)
+    parsed: list[bool] = []
+    replacement = kubeconfig_libyaml.LibyamlFirst(
+        yaml, lambda: parsed.append(True), kubeconfig_libyaml.the_runs_kubeconfig
+    )
+
+    def outcome(load: Any) -> tuple[str, Any]:
+        try:
+            with other.open() as stream:
+                return "loaded", load(stream)
+        except yaml.YAMLError as error:
+            return type(error).__name__, str(error)
+
+    assert outcome(replacement.safe_load) == outcome(yaml.safe_load)
+    assert parsed == []
+    run_kubeconfig.write_text("a: 1\n")
+    with run_kubeconfig.open() as stream:
+        assert replacement.safe_load(stream) == {"a": 1}
+    assert parsed == [True]
 
 
 @pytest.mark.parametrize(

@@ -45,7 +45,8 @@ TASKS = """
   register: read_back
 - greet:
     name: "{{ read_back.stdout }}"
-    kubeconfig: "{{ kubeconfig }}"
+  environment:
+    K8S_AUTH_KUBECONFIG: "{{ kubeconfig }}"  # as a run's modules find their kubeconfig
   register: greeted
 - debug:
     msg: "{{ greeted.greeting }}"
@@ -53,11 +54,12 @@ TASKS = """
 # It imports a module_util of kubernetes.core and loads a kubeconfig, as the
 # modules of most roles do.
 MODULE = """
+import os
 import kubernetes.config
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kubernetes.core.plugins.module_utils.hashes import sorted_dict
-module = AnsibleModule(argument_spec={"name": {"type": "str"}, "kubeconfig": {"type": "path"}})
-kubernetes.config.load_kube_config(config_file=module.params["kubeconfig"])
+module = AnsibleModule(argument_spec={"name": {"type": "str"}})
+kubernetes.config.load_kube_config(config_file=os.environ["K8S_AUTH_KUBECONFIG"])
 greeting = sorted_dict({"text": "the role says " + module.params["name"]})["text"]
 module.exit_json(changed=False, greeting=greeting)
 """

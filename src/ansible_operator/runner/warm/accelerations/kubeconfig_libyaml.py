@@ -16,13 +16,16 @@ loads.
 libyaml is laxer than PyYAML's parser on a few texts PyYAML refuses (a tab
 after a key's colon, a comment right after a block scalar's indicator, `?` in
 a plain scalar of a flow collection), and loads a lone `!` tag as "" where
-PyYAML gives None: those load here where the stock loader fails (or differ).
-The kubeconfigs the operator writes (`yaml.safe_dump`) hold none of them.
+PyYAML gives None. So only the run's own kubeconfig (the file named in
+K8S_AUTH_KUBECONFIG, which the operator writes with `yaml.safe_dump`: none of
+those) is parsed by libyaml; any other text, a kubeconfig a role names
+itself, is parsed by the stock loader.
 """
 
 from __future__ import annotations
 
 import io
+import os
 import tempfile
 import types
 from collections.abc import Callable
@@ -40,21 +43,30 @@ from ansible_operator.runner.warm.acceleration import (
 )
 
 NAME = "kubeconfig-libyaml"
+RUN_KUBECONFIG_ENV = "K8S_AUTH_KUBECONFIG"  # the run's kubeconfig (runner/rundir.py)
 
 
 class LibyamlFirst:
     """PyYAML, as kube_config sees it through this: every attribute PyYAML's,
     but `safe_load`, which tries libyaml first."""
 
-    def __init__(self, pure: types.ModuleType, parsed: Callable[[], object]) -> None:
+    def __init__(
+        self,
+        pure: types.ModuleType,
+        parsed: Callable[[], object],
+        ours: Callable[[Any], bool],
+    ) -> None:
         self._pure = pure
         self._loader = pure.CSafeLoader  # looked up here: without it, nothing is replaced
         self._parsed = parsed  # called each time libyaml's parse is what is returned
+        self._ours = ours  # whether a stream is one libyaml may parse
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._pure, name)
 
     def safe_load(self, stream: Any) -> Any:
+        if not self._ours(stream):
+            return self._pure.safe_load(stream)
         is_file = hasattr(stream, "read")
         # Read once: the pure loader may need the text again.
         text = stream.read() if is_file else stream
@@ -76,6 +88,12 @@ def _reread(text: str | bytes, name: str | None) -> IO[Any]:
     if name is not None:
         copy.name = name  # type: ignore[misc]
     return copy
+
+
+def the_runs_kubeconfig(stream: Any) -> bool:
+    """A file opened at the path of the run's kubeconfig (the operator's)."""
+    name = getattr(stream, "name", None)
+    return isinstance(name, str) and name == os.environ.get(RUN_KUBECONFIG_ENV)
 
 
 def _modules() -> tuple[types.ModuleType, types.ModuleType]:
@@ -109,11 +127,17 @@ def probe() -> None:
         config = build_kubeconfig("https://probe.invalid:6443", token="probe", namespace="probe")
         write_kubeconfig(Path(path), config)
         pure = yaml.safe_load(Path(path).read_text())
-        kube_config.yaml = LibyamlFirst(yaml, lambda: parsed.append(True))
+        kube_config.yaml = LibyamlFirst(yaml, lambda: parsed.append(True), the_runs_kubeconfig)
+        outside = os.environ.get(RUN_KUBECONFIG_ENV)
+        os.environ[RUN_KUBECONFIG_ENV] = path  # as in a run
         try:
             merger = kube_config.KubeConfigMerger(path)
         finally:
             kube_config.yaml = stock
+            if outside is None:
+                os.environ.pop(RUN_KUBECONFIG_ENV, None)
+            else:
+                os.environ[RUN_KUBECONFIG_ENV] = outside
     require(
         parsed == [True],
         "kubernetes.config.kube_config no longer parses a kubeconfig file with its "
@@ -128,14 +152,15 @@ def probe() -> None:
 
 def install(_context: Context) -> None:
     yaml, kube_config = _modules()
-    replacement = LibyamlFirst(yaml, lambda: used(NAME))
+    replacement = LibyamlFirst(yaml, lambda: used(NAME), the_runs_kubeconfig)
     kube_config.yaml = replacement
 
 
 ACCELERATION = Acceleration(
     name=NAME,
     saves="~1.5 ms of CPU per module that loads the run's kubeconfig (kubernetes.core's, "
-    "operator_sdk.util's): parsed by libyaml, not by PyYAML's pure-Python parser",
+    "operator_sdk.util's): the file the operator wrote parsed by libyaml, not by PyYAML's "
+    "pure-Python parser",
     relies_on="kubernetes.config.kube_config's KubeConfigMerger parsing a kubeconfig file "
     "with its module's yaml.safe_load; PyYAML's CSafeLoader",
     probe=probe,
