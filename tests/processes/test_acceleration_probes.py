@@ -6,12 +6,17 @@ Real ansible-runner, pexpect and ansible-core, in this process; no cluster."""
 
 from __future__ import annotations
 
+import io
 import types
 from collections.abc import Iterator
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ansible_operator.runner.warm import acceleration
 from ansible_operator.runner.warm.acceleration import Acceleration, Verdict
@@ -19,6 +24,7 @@ from ansible_operator.runner.warm.accelerations import (
     ACCELERATIONS,
     compiled_module_sources,
     event_files_whole,
+    kubeconfig_libyaml,
     modules_in_one_process,
     playbook_in_fork,
     preloaded_module_utils,
@@ -235,3 +241,156 @@ def test_atexit_without_its_private_runner_turns_off_modules_in_one_process(
     found = verdict(modules_in_one_process.ACCELERATION)
     assert not found.on
     assert "atexit has no _run_exitfuncs" in found.why
+
+
+def test_a_kube_config_module_with_another_yaml_turns_off_kubeconfig_libyaml(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kubernetes.config import kube_config
+
+    monkeypatch.setattr(kube_config, "yaml", types.SimpleNamespace(**vars(yaml)))
+    found = verdict(kubeconfig_libyaml.ACCELERATION)
+    assert not found.on
+    assert "kube_config.yaml is not PyYAML's module" in found.why
+
+
+def test_a_kube_config_parsing_without_its_modules_safe_load_turns_off_kubeconfig_libyaml(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kubernetes.config import kube_config
+
+    stock = kube_config.KubeConfigMerger.load_config
+
+    def bound_at_import(self: Any, path: str) -> None:
+        # A release that took safe_load from PyYAML when imported: the
+        # module's `yaml`, replaced later, is not what parses.
+        replaced = kube_config.yaml
+        kube_config.yaml = yaml
+        try:
+            stock(self, path)
+        finally:
+            kube_config.yaml = replaced
+
+    monkeypatch.setattr(kube_config.KubeConfigMerger, "load_config", bound_at_import)
+    found = verdict(kubeconfig_libyaml.ACCELERATION)
+    assert not found.on
+    assert "no longer parses a kubeconfig file with its module's yaml.safe_load" in found.why
+
+
+def test_pyyaml_without_libyaml_turns_off_kubeconfig_libyaml_and_its_installer_changes_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kubernetes.config import kube_config
+
+    monkeypatch.delattr(yaml, "CSafeLoader")
+    found = verdict(kubeconfig_libyaml.ACCELERATION)
+    assert not found.on
+    assert "PyYAML has no CSafeLoader" in found.why
+    with pytest.raises(AttributeError):
+        kubeconfig_libyaml.install(acceleration.Context())
+    assert kube_config.yaml is yaml
+
+
+def _libyaml_first() -> tuple[kubeconfig_libyaml.LibyamlFirst, list[bool]]:
+    """As for the run's own kubeconfig: every stream is one libyaml may parse."""
+    parsed: list[bool] = []
+    replacement = kubeconfig_libyaml.LibyamlFirst(yaml, lambda: parsed.append(True), lambda _: True)
+    return replacement, parsed
+
+
+def _named_file(text: str) -> io.StringIO:
+    file = io.StringIO(text)
+    file.name = "/somewhere/kubeconfig"  # type: ignore[misc]
+    return file
+
+
+# What a kubeconfig holds: mappings of names to text, numbers, flags, lists
+# and mappings again. NaN is left out: it equals nothing, not even itself.
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text()
+    | st.dates()
+    | st.binary(max_size=32)
+)
+DOCUMENTS = st.recursive(
+    st.dictionaries(st.text(), SCALARS, max_size=4),
+    lambda inner: st.dictionaries(st.text(), inner | st.lists(inner | SCALARS, max_size=3)),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    document=DOCUMENTS,
+    flow=st.sampled_from([None, True, False]),
+    sort_keys=st.booleans(),
+    as_file=st.booleans(),
+)
+def test_libyaml_first_loads_what_the_pure_loader_loads(
+    document: dict[str, Any], flow: bool | None, sort_keys: bool, as_file: bool
+) -> None:
+    text = yaml.safe_dump(document, default_flow_style=flow, sort_keys=sort_keys)
+    replacement, parsed = _libyaml_first()
+    loaded = replacement.safe_load(_named_file(text) if as_file else text)
+    assert loaded == yaml.safe_load(text) == document
+    assert parsed == [True]  # libyaml's parse, not the fallback's
+
+
+@pytest.mark.parametrize("text", ["a:\t1\n", "|#\n", "{a?}\n", "! \n", "a: 1\n"])
+def test_only_the_runs_own_kubeconfig_is_parsed_by_libyaml(
+    text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Texts libyaml reads otherwise than PyYAML (laxer, or another value) in
+    a kubeconfig a role names itself: the stock loader's answer."""
+    run_kubeconfig = tmp_path / "run-kubeconfig"
+    monkeypatch.setenv(kubeconfig_libyaml.RUN_KUBECONFIG_ENV, str(run_kubeconfig))
+    other = tmp_path / "roles-kubeconfig"
+    other.write_text(text)
+    parsed: list[bool] = []
+    replacement = kubeconfig_libyaml.LibyamlFirst(
+        yaml, lambda: parsed.append(True), kubeconfig_libyaml.the_runs_kubeconfig
+    )
+
+    def outcome(load: Any) -> tuple[str, Any]:
+        try:
+            with other.open() as stream:
+                return "loaded", load(stream)
+        except yaml.YAMLError as error:
+            return type(error).__name__, str(error)
+
+    assert outcome(replacement.safe_load) == outcome(yaml.safe_load)
+    assert parsed == []
+    run_kubeconfig.write_text("a: 1\n")
+    with run_kubeconfig.open() as stream:
+        assert replacement.safe_load(stream) == {"a": 1}
+    assert parsed == [True]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "|\n  \tindented by a tab\n",  # a block scalar PyYAML reads, libyaml refuses
+        "greeting: \ud800\n",  # a lone surrogate: libyaml cannot even encode it
+        "clusters: [unclosed\n",
+        "users: 1\n- listed\n",
+        "a: 1\n---\nb: 2\n",
+        "? [a, b]\n: unhashable\n",
+    ],
+    ids=["pure-only", "surrogate", "unclosed", "mixed", "two-documents", "unhashable-key"],
+)
+@pytest.mark.parametrize("as_file", [False, True], ids=["text", "file"])
+def test_what_libyaml_refuses_gets_the_pure_loaders_value_or_error(
+    text: str, as_file: bool
+) -> None:
+    def outcome(load: Any) -> tuple[str, Any]:
+        try:
+            return "loaded", load(_named_file(text) if as_file else text)
+        except yaml.YAMLError as error:
+            return type(error).__name__, str(error)
+
+    replacement, parsed = _libyaml_first()
+    assert outcome(replacement.safe_load) == outcome(yaml.safe_load)
+    assert parsed == []

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from warm_play import play_warm, start_warm
 
+from ansible_operator.kube.kubeconfig import build_kubeconfig, write_kubeconfig
 from ansible_operator.runner.receiver import EventReceiver
 from ansible_operator.runner.result import RunResult
 from ansible_operator.runner.warm import acceleration
@@ -44,15 +45,21 @@ TASKS = """
   register: read_back
 - greet:
     name: "{{ read_back.stdout }}"
+  environment:
+    K8S_AUTH_KUBECONFIG: "{{ kubeconfig }}"  # as a run's modules find their kubeconfig
   register: greeted
 - debug:
     msg: "{{ greeted.greeting }}"
 """
-# It imports a module_util of kubernetes.core, as the modules of most roles do.
+# It imports a module_util of kubernetes.core and loads a kubeconfig, as the
+# modules of most roles do.
 MODULE = """
+import os
+import kubernetes.config
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kubernetes.core.plugins.module_utils.hashes import sorted_dict
 module = AnsibleModule(argument_spec={"name": {"type": "str"}})
+kubernetes.config.load_kube_config(config_file=os.environ["K8S_AUTH_KUBECONFIG"])
 greeting = sorted_dict({"text": "the role says " + module.params["name"]})["text"]
 module.exit_json(changed=False, greeting=greeting)
 """
@@ -98,12 +105,16 @@ async def run(
 ) -> RunResult:
     out_dir = tmp_path / f"out-{number}"
     out_dir.mkdir()
+    kubeconfig = write_kubeconfig(
+        tmp_path / "kubeconfig",
+        build_kubeconfig("https://kubernetes.invalid:6443", token="t", namespace="greeters"),
+    )
     result, run_dir = await play_warm(
         receiver,
         warm,
         tmp_path / "runs" / str(number),
         role=role,
-        extravars={"number": number, "out_dir": str(out_dir)},
+        extravars={"number": number, "out_dir": str(out_dir), "kubeconfig": str(kubeconfig)},
     )
     assert result.succeeded, result.message
     assert (out_dir / "greeting.txt").read_text() == f"{greeting}{number * 2}\n"
@@ -349,4 +360,5 @@ def test_each_acceleration_is_probed_where_it_is_installed() -> None:
     assert sides.pop("compiled-module-sources") == "modules"
     assert sides.pop("preloaded-module-utils") == "modules"
     assert sides.pop("modules-in-one-process") == "modules"
+    assert sides.pop("kubeconfig-libyaml") == "modules"
     assert set(sides.values()) == {"runs"}

@@ -34,6 +34,7 @@ from ansible_operator.runner.warm import acceleration, module_worker
 from ansible_operator.runner.warm.acceleration import Context, Phase
 from ansible_operator.runner.warm.accelerations import (
     compiled_module_sources,
+    kubeconfig_libyaml,
     modules_in_one_process,
     preloaded_module_utils,
     warm_module_interpreter,
@@ -232,6 +233,7 @@ if __name__ == "__main__":
             compiled_module_sources.ACCELERATION,
             preloaded_module_utils.ACCELERATION,
             modules_in_one_process.ACCELERATION,
+            kubeconfig_libyaml.ACCELERATION,
         ],
         wait=False,
     )

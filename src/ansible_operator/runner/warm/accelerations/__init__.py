@@ -18,6 +18,7 @@ from ansible_operator.runner.warm.acceleration import Acceleration
 from ansible_operator.runner.warm.accelerations import (
     compiled_module_sources,
     event_files_whole,
+    kubeconfig_libyaml,
     local_tmp_in_process,
     module_handoff,
     modules_in_one_process,
@@ -50,6 +51,7 @@ ACCELERATIONS: tuple[Acceleration, ...] = (
     compiled_module_sources.ACCELERATION,
     preloaded_module_utils.ACCELERATION,
     modules_in_one_process.ACCELERATION,
+    kubeconfig_libyaml.ACCELERATION,
     local_tmp_in_process.ACCELERATION,
     worker_gc_freeze.ACCELERATION,
     # After worker-gc-freeze, so that a task run here does not freeze the heap.
