@@ -74,7 +74,7 @@ LEFT_BEHIND = {
     "default socket timeout": ("import socket\nsocket.setdefaulttimeout(7)", False),
 }
 OBSERVE = """
-import json, locale, logging, os, sys, warnings
+import json, locale, logging, multiprocessing.util, os, sys, warnings
 import kubernetes.client
 from ansible.module_utils import basic
 from ansible.module_utils.common import warnings as ansible_warnings
@@ -92,6 +92,9 @@ print(json.dumps({
     "root handlers": len(logging.root.handlers),
     "locale": locale.setlocale(locale.LC_ALL),
     "filters": len(warnings.filters),
+    # What the process registered to run at its exit (multiprocessing's: the
+    # process is ending) has not run: only what a module registers runs at its end.
+    "exiting": multiprocessing.util.is_exiting(),
 }))
 """
 

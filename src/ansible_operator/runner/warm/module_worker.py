@@ -157,6 +157,7 @@ def _serve_until_retired(control: socket.socket, groups: str) -> None:
     modules_in_one_process.record_modules_run()
     ignore_our_threads_in_forks()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    modules_in_one_process.forget_exit_functions()
     gc.collect()  # as after each module: what is captured is what a module finds
     state = ProcessState.capture()
     worker = os.getpid()

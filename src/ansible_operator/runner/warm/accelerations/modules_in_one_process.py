@@ -287,6 +287,14 @@ def _descriptors() -> set[str]:
     return found
 
 
+def forget_exit_functions() -> None:
+    """Before the first module: what the process registered to run at its exit
+    (logging's shutdown, concurrent.futures' and multiprocessing's, ...) is
+    not the modules' to run. This process ends with os._exit, as a fork of the
+    session does: they would never have run."""
+    atexit._clear()
+
+
 def run_atexit_functions() -> None:
     """What a module registered to run at its exit, run now (and forgotten)."""
     with contextlib.suppress(Exception):
@@ -360,7 +368,8 @@ def _rehearse() -> str:
     from ansible_operator.runner.warm.module_run import run_program
 
     pristine = kubernetes.client.Configuration.get_default_copy().host
-    gc.collect()  # as the worker does before it captures, and after each module
+    forget_exit_functions()  # as the worker does before it captures (this is a fork)
+    gc.collect()  # and after each module
     state = ProcessState.capture()
     outputs = []
     for program in (PROBE_FIRST, PROBE_SECOND):
