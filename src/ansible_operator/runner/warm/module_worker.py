@@ -44,7 +44,11 @@ from ansible_operator.runner.warm.module_run import (
 )
 
 RETIRE_AFTER = 64  # modules: what a long role's payloads leave in memory stays bounded
-IDLE = b"i"  # the worker to its session: ready for the next module
+# The worker to its session: a module has ended (its caller is told next), and
+# then, once the process is put back, IDLE (ready for the next) or its end.
+ENDED = b"e"
+IDLE = b"i"
+PUT_BACK_WAIT = 2.0  # seconds a session waits for an ended module's process to be put back
 Handle = Callable[[socket.socket], NoReturn]
 
 
@@ -54,13 +58,16 @@ class _Worker:
     def __init__(self, control: socket.socket) -> None:
         self.control = control
         self.idle = True
+        self.putting_back = False  # a module ended: IDLE or the worker's end comes next
 
     @classmethod
-    def start(cls, listener: socket.socket, groups: str) -> _Worker:
+    def start(cls, groups: str, *not_its: socket.socket) -> _Worker:
+        """A worker forked now; `not_its`: the session's sockets it must not hold
+        (a caller's, whose end it would delay)."""
         ours, theirs = socket.socketpair()
         if os.fork() == 0:
-            listener.close()
-            ours.close()
+            for sock in (*not_its, ours):
+                sock.close()
             _work(theirs, groups)
         theirs.close()
         return cls(ours)
@@ -81,9 +88,25 @@ class _Worker:
             said = self.control.recv(64)
         except OSError:
             said = b""
-        if said:
-            self.idle = True
+        for message in said:
+            self.putting_back = message == ENDED[0]
+            self.idle = message == IDLE[0]
         return bool(said)
+
+    def put_back(self) -> bool:
+        """After a module ended: wait for the verdict (False once it has ended).
+        The caller of that module may send its next one before the worker has
+        put its process back (a few ms): that one waits for it, not for a fork."""
+        self.control.settimeout(PUT_BACK_WAIT)
+        try:
+            while self.putting_back:
+                if not self.heard():
+                    return False
+        except TimeoutError:
+            pass  # still putting back: the next module gets a fork
+        finally:
+            self.control.settimeout(None)
+        return True
 
 
 def serve_session(listener: socket.socket, handle: Handle, groups: str) -> NoReturn:
@@ -91,14 +114,17 @@ def serve_session(listener: socket.socket, handle: Handle, groups: str) -> NoRet
     worker when it is idle, else to a fork (`handle`)."""
     gc.freeze()  # what the forks share: our collector must not copy it
     signal.signal(signal.SIGCHLD, reap)
-    worker = _Worker.start(listener, groups)
+    worker = _Worker.start(groups, listener)
     while True:
         readable, _, _ = select.select([listener, worker.control], [], [])
         if worker.control in readable and not worker.heard():
             worker.control.close()
-            worker = _Worker.start(listener, groups)
+            worker = _Worker.start(groups, listener)
         if listener in readable:
             conn, _ = listener.accept()
+            if worker.putting_back and not worker.put_back():
+                worker.control.close()
+                worker = _Worker.start(groups, listener, conn)
             if not (worker.idle and worker.give(conn)):
                 handle_in_fork(listener, conn, handle)
 
@@ -181,8 +207,9 @@ def _serve(
     conn: socket.socket, control: socket.socket, state: ProcessState, groups: str, worker: int
 ) -> bool:
     """One module, as a fork of the session would run it: whether this
-    process serves the next one (told to the session before the module's
-    caller hears its end, so that the caller's next module finds it idle)."""
+    process serves the next one. The session hears that the module ended
+    before its caller does: the caller's next module waits for the verdict,
+    while the process is put back off the caller's path."""
     code = 1
     known = False
     watch = _CallerWatch(conn)
@@ -207,15 +234,19 @@ def _serve(
     finally:
         if os.getpid() != worker:  # a fork the module made, back here: not ours to go on
             os._exit(code)
-        state.restore()  # the module's stdio closed: its caller reads their end
+        state.restore_stdio()  # the module's stdio closed: its caller reads their end
         watch.finish()
-        # What the module made and dropped goes, and with it what it holds open
-        # (a client's connections), as its exit would have closed them.
-        gc.collect()
-        again = known and not state.left_behind(open_now={conn.fileno()})
-        if again:
-            with contextlib.suppress(OSError):
-                control.sendall(IDLE)
+        with contextlib.suppress(OSError):
+            control.sendall(ENDED)  # before its caller hears: its next module waits for us
         with contextlib.suppress(OSError):
             conn.sendall(str(code).encode())
+    # Its caller goes on meanwhile: the rest is put back off its path.
+    state.restore()
+    # What the module made and dropped goes, and with it what it holds open
+    # (a client's connections), as its exit would have closed them.
+    gc.collect()
+    again = known and not state.left_behind(open_now={conn.fileno()})
+    if again:
+        with contextlib.suppress(OSError):
+            control.sendall(IDLE)
     return again

@@ -180,11 +180,15 @@ class ProcessState:
         state.descriptors = _descriptors()
         return state
 
-    def restore(self) -> None:
-        """Everything back as captured (the module's stdio closed first)."""
+    def restore_stdio(self) -> None:
+        """The module's stdio closed (its caller reads their end), ours back."""
         for fd, kept in enumerate(self.stdio_fds):
             os.dup2(kept, fd)
         sys.stdin, sys.stdout, sys.stderr = self.stdio
+
+    def restore(self) -> None:
+        """Everything back as captured."""
+        self.restore_stdio()
         for name in set(sys.modules) - set(self.modules):
             _unbind_from_package(name, sys.modules[name])
         sys.modules.clear()
