@@ -58,6 +58,7 @@ LEFT_BEHIND = {
     ),
     "root logger handler": ("import logging\nlogging.basicConfig()", True),
     "warnings filter": ("import warnings\nwarnings.simplefilter('error')", True),
+    "pending alarm": ("import signal\nsignal.setitimer(signal.ITIMER_REAL, 60)", True),
     "exit function": (
         "import atexit\natexit.register(lambda: open(os.environ['AO_MARK'], 'w').close())",
         True,
@@ -74,7 +75,7 @@ LEFT_BEHIND = {
     "default socket timeout": ("import socket\nsocket.setdefaulttimeout(7)", False),
 }
 OBSERVE = """
-import json, locale, logging, multiprocessing.util, os, sys, warnings
+import json, locale, logging, multiprocessing.util, os, signal, sys, warnings
 import kubernetes.client
 from ansible.module_utils import basic
 from ansible.module_utils.common import warnings as ansible_warnings
@@ -92,6 +93,7 @@ print(json.dumps({
     "root handlers": len(logging.root.handlers),
     "locale": locale.setlocale(locale.LC_ALL),
     "filters": len(warnings.filters),
+    "alarm": signal.getitimer(signal.ITIMER_REAL)[0],
     # What the process registered to run at its exit (multiprocessing's: the
     # process is ending) has not run: only what a module registers runs at its end.
     "exiting": multiprocessing.util.is_exiting(),

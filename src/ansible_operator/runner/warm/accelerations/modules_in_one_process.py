@@ -20,8 +20,9 @@ Before the next module, `ProcessState` puts back what the fresh fork has:
   warnings and deprecations in such globals);
 - the Kubernetes client's default configuration, the environment, the
   working directory, the locale, the temporary directory, the root logger's
-  handlers and level; the warnings filters; the atexit functions a module
-  registered are run when it ends, as its exit would have run them;
+  handlers and level; the warnings filters; no timer (a pending alarm) left;
+  the atexit functions a module registered are run when it ends, as its exit
+  would have run them;
 - its stdio: the module's descriptors are closed as soon as it ends, so its
   caller reads their end as at the module's exit.
 The process serves another module only after a module `KNOWN` to leave
@@ -85,6 +86,7 @@ KNOWN = frozenset(
 # Whose module globals a module run may change, and ProcessState puts back.
 WATCHED_PACKAGES = ("ansible", "ansible_collections", "kubernetes", "urllib3")
 SYS_LISTS = ("path", "argv", "meta_path", "path_hooks")
+TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
 LIMITS = (resource.RLIMIT_NOFILE, resource.RLIMIT_NPROC, resource.RLIMIT_AS, resource.RLIMIT_CORE)
 _on = False
 _modules_run: list[str] = []  # the modules run by the current program (runpy.run_module)
@@ -214,6 +216,8 @@ class ProcessState:
         configuration = _kubernetes_configuration()
         if configuration is not None:
             configuration._default = self.kubernetes_default  # type: ignore[attr-defined]
+        for timer in TIMERS:  # a module's pending alarm ends with its process
+            signal.setitimer(timer, 0)
         logging.root.handlers[:] = self.root_logger[0]
         logging.root.setLevel(self.root_logger[1])
         (gc.enable if self.collecting else gc.disable)()
