@@ -246,21 +246,7 @@ def test_killing_the_caller_ends_its_module_and_the_session_serves_on(
         "import time\nopen(os.environ['AO_PID'], 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
     )
     try:
-        caller = subprocess.Popen(
-            [str(shim)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            env={**os.environ, SESSION_ENV: str(session.address), "AO_PID": str(marker)},
-        )
-        assert caller.stdin is not None
-        caller.stdin.write(program)
-        caller.stdin.close()
-        eventually(
-            lambda: marker.exists() and marker.read_text(),
-            timeout=20,
-            interval=0.02,
-            what="the module running",
-        )
+        caller = start_caller(shim, program, session, marker)
         module_pid = int(marker.read_text())
         caller.send_signal(signal.SIGKILL)
         caller.wait()
@@ -273,3 +259,57 @@ def test_killing_the_caller_ends_its_module_and_the_session_serves_on(
         assert session.observe()["pid"] != module_pid
     finally:
         session.close()
+
+
+def test_a_killed_run_takes_what_its_module_started_with_it(server: Path, tmp_path: Path) -> None:
+    """A killed run: its session gone first (the run's fork that held it died),
+    then its task's caller: the command its module started dies too, before
+    it can write what it would have written after."""
+    session = Session(server, tmp_path)
+    marker = tmp_path / "pid"
+    late = tmp_path / "written-after-the-kill"
+    shim = write_shim(tmp_path / "python", server)
+    program = session.program(
+        "import subprocess, time\n"
+        f"child = subprocess.Popen(['sh', '-c', 'sleep 1; echo late > {late}'])\n"
+        "open(os.environ['AO_PID'], 'w').write(f'{os.getpid()} {child.pid} {os.getppid()}')\n"
+        "time.sleep(60)\n"
+    )
+    caller = start_caller(shim, program, session, marker)
+    *processes, session_pid = (int(pid) for pid in marker.read_text().split())
+    session.close()
+    eventually(
+        lambda: not Path(f"/proc/{session_pid}").exists(),
+        timeout=10,
+        interval=0.02,
+        what="the session gone",
+    )
+    caller.send_signal(signal.SIGKILL)
+    caller.wait()
+    eventually(
+        lambda: not any(Path(f"/proc/{pid}").exists() for pid in processes),
+        timeout=10,
+        interval=0.02,
+        what="the module and its command gone",
+    )
+    assert not late.exists()
+
+
+def start_caller(shim: Path, program: bytes, session: Session, marker: Path) -> subprocess.Popen:
+    """The shim running `program` in `session`, once the module wrote its pid to `marker`."""
+    caller = subprocess.Popen(
+        [str(shim)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        env={**os.environ, SESSION_ENV: str(session.address), "AO_PID": str(marker)},
+    )
+    assert caller.stdin is not None
+    caller.stdin.write(program)
+    caller.stdin.close()
+    eventually(
+        lambda: marker.exists() and marker.read_text(),
+        timeout=20,
+        interval=0.02,
+        what="the module running",
+    )
+    return caller

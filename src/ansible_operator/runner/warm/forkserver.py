@@ -48,9 +48,14 @@ def serve_forks(server: socket.socket, handle: Callable[[socket.socket], NoRetur
 
 
 def handle_in_fork(
-    server: socket.socket, conn: socket.socket, handle: Callable[[socket.socket], NoReturn]
+    server: socket.socket,
+    conn: socket.socket,
+    handle: Callable[[socket.socket], NoReturn],
+    *not_its: socket.socket,
 ) -> None:
+    """`conn` handled in a fork, which holds none of `server` and `not_its`."""
     if os.fork() == 0:
-        server.close()
+        for sock in (server, *not_its):
+            sock.close()
         handle(conn)
     conn.close()

@@ -25,7 +25,6 @@ from collections.abc import Callable
 from typing import NoReturn
 
 from ansible_operator.runner import cgroups
-from ansible_operator.runner.lifetime import die_with_parent
 from ansible_operator.runner.warm import acceleration
 from ansible_operator.runner.warm.acceleration import Context, Phase
 from ansible_operator.runner.warm.accelerations import (
@@ -126,7 +125,7 @@ def serve_session(listener: socket.socket, handle: Handle, groups: str) -> NoRet
                 worker.control.close()
                 worker = _Worker.start(groups, listener, conn)
             if not (worker.idle and worker.give(conn)):
-                handle_in_fork(listener, conn, handle)
+                handle_in_fork(listener, conn, handle, worker.control)
 
 
 # ----- the worker ------------------------------------------------------------------
@@ -175,7 +174,11 @@ def _work(control: socket.socket, groups: str) -> NoReturn:
 
 
 def _serve_until_retired(control: socket.socket, groups: str) -> None:
-    die_with_parent()
+    # Not killed with its session (no parent-death signal): that would leave
+    # what a running module started behind. A module in flight goes when its
+    # caller goes (_CallerWatch), as a fork of the session's does; an idle
+    # worker ends when its session's end closes `control` (the session's
+    # other forks do not hold it); the run's cgroup holds it too.
     os.setpgid(0, 0)  # the worker and what its modules start: one group to kill
     _inherited.append(control)
     os.register_at_fork(after_in_child=_close_inherited)
