@@ -85,6 +85,8 @@ class _Worker:
         """What the worker said: False once it has ended."""
         try:
             said = self.control.recv(64)
+        except TimeoutError:
+            raise  # put_back's wait is over: the worker has not ended
         except OSError:
             said = b""
         for message in said:
