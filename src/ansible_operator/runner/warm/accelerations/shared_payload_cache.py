@@ -12,11 +12,20 @@ Ansible release) by path, size and modification time, and the playbook
 itself (role modules are cached under `ansible.legacy.<name>`, so two
 playbooks must not share). Any change to any of them is a new fingerprint,
 so a payload is never older than its sources.
+
+Up to ansible-core 2.18, Ansible serializes the building of a payload with
+locks it makes in its own process (`action_write_locks`, one per task
+action): between the separate ansible-playbook processes of warm runs (and
+the background fork that builds payloads ahead) they lock nothing, and two
+that build the same payload at once race on its `-part` file. Every build of
+the warm runner's forks takes one lock on a file instead (`BuildLock`); from
+2.19 on, Ansible locks each payload with a file of its own.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -188,6 +197,55 @@ def share_payload_cache(shared_root: Path, playbook: Path, identity: bytes | Non
     return any(shared.iterdir())
 
 
+class BuildLock:
+    """A lock every process of the warm runner's takes to build a payload: a
+    file lock (flock), held per entry, so that threads and processes alike
+    wait for each other."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._held: list[int] = []
+
+    def __enter__(self) -> BuildLock:
+        descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        self._held.append(descriptor)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        os.close(self._held.pop())  # closing releases the lock
+
+
+class EveryActionLock(dict):  # type: ignore[type-arg]
+    """action_write_locks as Ansible reads it: a lock for every action, the
+    same one; the locks a strategy makes for its actions are not kept."""
+
+    def __init__(self, lock: BuildLock) -> None:
+        super().__init__()
+        self.lock = lock
+
+    def __contains__(self, _action: object) -> bool:
+        return True
+
+    def __getitem__(self, _action: object) -> BuildLock:
+        return self.lock
+
+    def __setitem__(self, _action: object, _lock: object) -> None:
+        pass
+
+
+def _lock_builds(context: Context) -> None:
+    """In the warm runner, before anything forks from it (up to 2.18)."""
+    try:
+        from ansible.executor import action_write_locks
+    except ImportError:
+        return  # 2.19 on: each payload is locked by a file of Ansible's own
+    root = context.scratch / "payloads"
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    locks = EveryActionLock(BuildLock(root / "build.lock"))
+    action_write_locks.action_write_locks = locks  # type: ignore[attr-defined]
+
+
 def _share(context: Context) -> None:
     """In a run's ansible-playbook: the payloads of runs with its sources."""
     if context.playbook and share_payload_cache(context.scratch / "payloads", context.playbook):
@@ -200,5 +258,5 @@ ACCELERATION = Acceleration(
     "once for every run with the same sources",
     relies_on="module_common caches payloads in DEFAULT_LOCAL_TMP/ansiballz_cache",
     probe=probe,
-    installs=(Install(Phase.PLAYBOOK, _share),),
+    installs=(Install(Phase.WARM_RUNNER, _lock_builds), Install(Phase.PLAYBOOK, _share)),
 )
