@@ -16,15 +16,21 @@ MAX_REQUEST = 16 << 20  # bytes of one request to a warm process (a run's, the w
 
 
 def listen(socket_path: Path) -> socket.socket:
+    """Listening at `socket_path` once the path exists: bound and listening
+    under another name first (a client that finds the path is never refused,
+    as it would be between bind and listen)."""
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    with contextlib.suppress(FileNotFoundError):
-        socket_path.unlink()
+    pending = socket_path.with_name(socket_path.name + "~")
+    for stale in (socket_path, pending):
+        with contextlib.suppress(FileNotFoundError):
+            stale.unlink()
     old_umask = os.umask(0o177)  # the socket is the operator's alone
     try:
-        server.bind(str(socket_path))
+        server.bind(str(pending))
     finally:
         os.umask(old_umask)
     server.listen(128)
+    pending.rename(socket_path)
     return server
 
 
