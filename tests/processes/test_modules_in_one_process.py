@@ -223,7 +223,12 @@ def test_a_module_coming_while_another_runs_gets_a_fork_of_its_own(
             )
         )
         first.start()
-        eventually(started.exists, timeout=20, interval=0.02, what="the first module running")
+        eventually(
+            lambda: started.exists() and started.read_text(),
+            timeout=20,
+            interval=0.02,
+            what="the first module running",
+        )
         busy = int(started.read_text())
         during = session.observe()["pid"]
         release.touch()
