@@ -245,6 +245,7 @@ def _serve(
             control.sendall(ENDED)  # before its caller hears: its next module waits for us
         with contextlib.suppress(OSError):
             conn.sendall(str(code).encode())
+            conn.shutdown(socket.SHUT_WR)  # the answer's end: a task worker reads to it
     # Its caller goes on meanwhile: the rest is put back off its path.
     state.restore()
     # What the module made and dropped goes, and with it what it holds open
